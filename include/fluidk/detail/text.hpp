@@ -1,0 +1,36 @@
+// Small text helpers shared by the printers and parsers of the vocabulary.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace fluidk::detail {
+
+constexpr char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  return true;
+}
+
+constexpr std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+// Joins the names of a range of named entries with ", " for error messages.
+template <class Range, class NameOf>
+std::string join_names(const Range& range, NameOf name_of) {
+  std::string out;
+  for (const auto& item : range) {
+    if (!out.empty()) out += ", ";
+    out += name_of(item);
+  }
+  return out;
+}
+
+}  // namespace fluidk::detail

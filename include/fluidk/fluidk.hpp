@@ -1,0 +1,13 @@
+// The umbrella header: the core of fluidk. Optional backends (fluidk/devices/) are left
+// out; include them one by one (each needs its feature macro) or fluidk/devices/enabled.hpp.
+#pragma once
+
+#include "fluidk/bfloat16.hpp"
+#include "fluidk/dtype.hpp"
+#include "fluidk/error.hpp"
+#include "fluidk/float16.hpp"
+#include "fluidk/kernel_type.hpp"
+#include "fluidk/layout.hpp"
+#include "fluidk/library.hpp"
+#include "fluidk/place.hpp"
+#include "fluidk/version.hpp"

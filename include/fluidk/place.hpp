@@ -1,0 +1,224 @@
+// Places: where data lives and kernels run. A place kind is a compile-time tag (`cpu`
+// here; backends declare `cuda`, `opencl`, ... the same way); a `place` value carries the
+// kind and the device id, and prints as Fluid did: Place(cpu), Place(gpu:0).
+#pragma once
+
+#include <array>
+#include <charconv>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "fluidk/detail/text.hpp"
+#include "fluidk/error.hpp"
+
+namespace fluidk {
+
+using place_kind_id = std::uint8_t;
+
+// Kernel-key ordinals reserve room for this many place kinds, so that a kind's ordinals
+// do not depend on which other backends are compiled in.
+inline constexpr std::size_t max_place_kinds = 8;
+
+// A place kind tag declares:
+//   using place_tag = itself;
+//   static constexpr place_kind_id id;          // unique, below max_place_kinds; cpu is 0
+//   static constexpr std::string_view name;     // printed: Place(<name>:<device>)
+//   static constexpr bool has_device_id;        // false: one device only, printed Place(<name>)
+//   static constexpr bool host_accessible;      // the host can read its memory directly
+// and optionally `static constexpr std::array<std::string_view, N> aliases` for parsing.
+template <class T>
+concept Place = requires {
+  typename T::place_tag;
+  { T::id } -> std::convertible_to<place_kind_id>;
+  { T::name } -> std::convertible_to<std::string_view>;
+  { T::has_device_id } -> std::convertible_to<bool>;
+  { T::host_accessible } -> std::convertible_to<bool>;
+} && std::same_as<typename T::place_tag, T> && (std::size_t(T::id) < max_place_kinds);
+
+// The host: the one place the core needs.
+struct cpu {
+  using place_tag = cpu;
+  static constexpr place_kind_id id = 0;
+  static constexpr std::string_view name = "cpu";
+  static constexpr bool has_device_id = false;
+  static constexpr bool host_accessible = true;
+  static constexpr std::array<std::string_view, 1> aliases{"host"};
+};
+
+// The runtime description of a place kind; one object per kind, so its address is stable.
+struct place_kind_info {
+  place_kind_id id;
+  std::string_view name;
+  bool has_device_id;
+  bool host_accessible;
+  const std::string_view* aliases;
+  std::size_t alias_count;
+};
+
+namespace detail {
+template <class P>
+constexpr std::size_t alias_count_of() {
+  if constexpr (requires { P::aliases.size(); })
+    return P::aliases.size();
+  else
+    return 0;
+}
+template <class P>
+constexpr const std::string_view* aliases_of() {
+  if constexpr (requires { P::aliases.data(); })
+    return P::aliases.data();
+  else
+    return nullptr;
+}
+
+template <class P>
+inline constexpr place_kind_info place_info{P::id, P::name, P::has_device_id, P::host_accessible,
+                                            aliases_of<P>(), alias_count_of<P>()};
+
+// The kinds known at run time, for parsing and for turning ordinals back into keys.
+class place_kind_registry {
+ public:
+  static place_kind_registry& instance() {
+    static place_kind_registry registry;
+    return registry;
+  }
+
+  void add(const place_kind_info& info) {
+    const std::lock_guard lock(mutex_);
+    const place_kind_info*& slot = kinds_[info.id];
+    if (slot == nullptr || slot->name == info.name) {
+      slot = &info;
+      return;
+    }
+    throw registration_error("place kind '" + std::string(info.name) + "' declares id " +
+                             std::to_string(info.id) + ", which place kind '" + std::string(slot->name) +
+                             "' already uses; give it an unused id below " + std::to_string(max_place_kinds));
+  }
+
+  const place_kind_info* find(place_kind_id id) const {
+    const std::lock_guard lock(mutex_);
+    return id < max_place_kinds ? kinds_[id] : nullptr;
+  }
+
+  const place_kind_info* find(std::string_view word) const {
+    const std::lock_guard lock(mutex_);
+    for (const place_kind_info* kind : kinds_) {
+      if (kind == nullptr) continue;
+      if (iequals(kind->name, word)) return kind;
+      for (std::size_t i = 0; i < kind->alias_count; ++i)
+        if (iequals(kind->aliases[i], word)) return kind;
+    }
+    return nullptr;
+  }
+
+  std::string names() const {
+    const std::lock_guard lock(mutex_);
+    std::string out;
+    for (const place_kind_info* kind : kinds_) {
+      if (kind == nullptr) continue;
+      if (!out.empty()) out += ", ";
+      out += kind->name;
+    }
+    return out;
+  }
+
+ private:
+  place_kind_registry() { kinds_[cpu::id] = &place_info<cpu>; }
+
+  mutable std::mutex mutex_;
+  std::array<const place_kind_info*, max_place_kinds> kinds_{};
+};
+
+template <class P>
+struct place_check {
+  static_assert(Place<P>,
+                "fluidk: not a place tag; a place kind declares `using place_tag = itself;`, a unique `id` "
+                "below max_place_kinds, `name`, `has_device_id` and `host_accessible` (see fluidk::cpu)");
+  static constexpr bool value = Place<P>;
+};
+}  // namespace detail
+
+// Makes a place kind known to the runtime (parsing, ordinals back to keys). Backend headers
+// call it from an inline variable; a user's device does the same. Returns true.
+template <class P>
+bool register_place_kind() {
+  if constexpr (detail::place_check<P>::value) detail::place_kind_registry::instance().add(detail::place_info<P>);
+  return true;
+}
+
+// A place: a kind and a device id. Equality compares both: data on GPU 1 is not where a
+// kernel on GPU 0 needs it. `same_kind` is what kernel lookup uses.
+class place {
+ public:
+  constexpr place() noexcept : kind_(&detail::place_info<cpu>) {}
+  constexpr place(const place_kind_info& kind, int device) noexcept
+      : kind_(&kind), device_(kind.has_device_id ? device : 0) {}
+
+  template <class P>
+  static constexpr place of(int device = 0) noexcept {
+    if constexpr (detail::place_check<P>::value)
+      return place(detail::place_info<P>, device);
+    else
+      return place();
+  }
+
+  constexpr const place_kind_info& kind() const noexcept { return *kind_; }
+  constexpr place_kind_id kind_id() const noexcept { return kind_->id; }
+  constexpr int device() const noexcept { return device_; }
+  constexpr bool host_accessible() const noexcept { return kind_->host_accessible; }
+
+  template <class P>
+  constexpr bool is() const noexcept {
+    return detail::place_check<P>::value && kind_->id == P::id;
+  }
+  constexpr bool same_kind(const place& other) const noexcept { return kind_->id == other.kind_->id; }
+
+  friend constexpr bool operator==(const place& a, const place& b) noexcept {
+    return a.kind_->id == b.kind_->id && a.device_ == b.device_;
+  }
+
+  std::string to_string() const {
+    std::string out = "Place(";
+    out += kind_->name;
+    if (kind_->has_device_id) out += ":" + std::to_string(device_);
+    return out + ")";
+  }
+  friend std::ostream& operator<<(std::ostream& os, const place& p) { return os << p.to_string(); }
+
+ private:
+  const place_kind_info* kind_;
+  int device_ = 0;
+};
+
+inline constexpr place cpu_place{};
+
+// Reads "cpu", "Place(cpu)", "gpu:1", "Place(gpu:1)", "opencl" (device 0), case-insensitively.
+inline place parse_place(std::string_view text) {
+  std::string_view word = detail::trim(text);
+  const std::string original(word);
+  if (word.size() > 7 && detail::iequals(word.substr(0, 6), "Place(") && word.back() == ')')
+    word = detail::trim(word.substr(6, word.size() - 7));
+  int device = 0;
+  if (const auto colon = word.find(':'); colon != std::string_view::npos) {
+    const std::string_view digits = detail::trim(word.substr(colon + 1));
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || device < 0)
+      throw parse_error("bad device id in place '" + original + "'; expected <kind>:<non-negative integer>");
+    word = detail::trim(word.substr(0, colon));
+  }
+  const auto& registry = detail::place_kind_registry::instance();
+  const place_kind_info* kind = registry.find(word);
+  if (kind == nullptr)
+    throw parse_error("unknown place '" + original + "'; accepted kinds: " + registry.names() +
+                      " (optionally with :<device id>, or as Place(...))");
+  if (!kind->has_device_id && device != 0)
+    throw parse_error("place '" + original + "': kind '" + std::string(kind->name) + "' has no device ids");
+  return place(*kind, device);
+}
+
+}  // namespace fluidk

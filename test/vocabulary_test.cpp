@@ -1,0 +1,207 @@
+// The kernel-type vocabulary: tags and concepts, printing and parsing, equality, hashing,
+// ordinals and ordering of kernel keys.
+#include <catch2/catch.hpp>
+
+#include <fluidk/fluidk.hpp>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+using namespace fluidk;
+
+// A device declared the way a user adds one: through the public extension point only.
+struct test_device {
+  using place_tag = test_device;
+  static constexpr place_kind_id id = 7;
+  static constexpr std::string_view name = "testdev";
+  static constexpr bool has_device_id = true;
+  static constexpr bool host_accessible = false;
+};
+static const bool test_device_registered = register_place_kind<test_device>();
+
+static_assert(Place<cpu> && Place<test_device>);
+static_assert(!Place<int> && !Place<layout::nchw>);
+static_assert(DType<float> && DType<float16> && DType<bfloat16> && DType<bool> && DType<std::int64_t>);
+static_assert(!DType<const float> && !DType<long double> && !DType<char>);
+static_assert(Layout<layout::nChw8c> && !Layout<cpu> && !Layout<library::plain>);
+static_assert(Library<library::onednn> && !Library<layout::any>);
+static_assert(data_type_of<float16> == data_type::float16 && data_type_of<std::int32_t> == data_type::int32);
+static_assert(std::is_same_v<type_of<data_type::bfloat16>, bfloat16>);
+static_assert(KernelType<kernel_type<cpu, float>> && !KernelType<kernel_key>);
+
+// The compile-time key converts to the runtime key in a constant expression.
+static_assert(kernel_key(kernel_type<cpu, double, layout::nchw, library::onednn>{}) ==
+              kernel_key(cpu_place, data_type::float64, data_layout::nchw, library_type::onednn));
+static_assert(kernel_type<cpu, float>::key().ordinal() == 0);
+
+TEST_CASE("kernel keys print in Fluid's format", "[vocabulary]") {
+  CHECK(kernel_key(kernel_type<cpu, float, layout::nchw>{}).to_string() ==
+        "{data_type[float]; data_layout[NCHW]; place[Place(cpu)]; library_type[PLAIN]}");
+  CHECK(kernel_type<cpu, float16, layout::nChw8c, library::onednn>::key().to_string() ==
+        "{data_type[float16]; data_layout[nChw8c]; place[Place(cpu)]; library_type[ONEDNN]}");
+  CHECK(kernel_type<test_device, std::int64_t>::key(3).to_string() ==
+        "{data_type[int64_t]; data_layout[ANY_LAYOUT]; place[Place(testdev:3)]; library_type[PLAIN]}");
+  std::ostringstream os;
+  os << kernel_type<cpu, bfloat16, layout::nhwc, library::cudnn>::key();
+  CHECK(os.str() == "{data_type[bfloat16]; data_layout[NHWC]; place[Place(cpu)]; library_type[CUDNN]}");
+  CHECK(place::of<test_device>(1).to_string() == "Place(testdev:1)");
+  CHECK(cpu_place.to_string() == "Place(cpu)");
+}
+
+TEST_CASE("each axis parses case-insensitively", "[vocabulary][parse]") {
+  CHECK(parse_data_type("FLOAT") == data_type::float32);
+  CHECK(parse_data_type(" fp16 ") == data_type::float16);
+  CHECK(parse_data_type("BFloat16") == data_type::bfloat16);
+  CHECK(parse_data_type("int") == data_type::int32);
+  CHECK(parse_data_type("Int64_T") == data_type::int64);
+  CHECK(parse_data_type("bool") == data_type::boolean);
+  CHECK(parse_data_layout("nchw8c") == data_layout::nChw8c);
+  CHECK(parse_data_layout("NCHW16C") == data_layout::nChw16c);
+  CHECK(parse_data_layout("any_layout") == data_layout::any);
+  CHECK(parse_data_layout("Nhwc") == data_layout::nhwc);
+  CHECK(parse_library_type("mkldnn") == library_type::onednn);
+  CHECK(parse_library_type("cuDNN") == library_type::cudnn);
+  CHECK(parse_place("CPU") == cpu_place);
+  CHECK(parse_place("Place(cpu)") == cpu_place);
+  CHECK(parse_place("host") == cpu_place);
+  CHECK(parse_place("TestDev:2") == place::of<test_device>(2));
+  CHECK(parse_place("place( testdev : 4 )") == place::of<test_device>(4));
+  CHECK(parse_place("testdev") == place::of<test_device>(0));
+}
+
+TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabulary][parse]") {
+  CHECK_THROWS_AS(parse_data_type("flaot"), parse_error);
+  CHECK_THROWS_WITH(parse_data_type("flaot"), Catch::Contains("unknown data type 'flaot'") &&
+                                                  Catch::Contains("accepted: float, float32") &&
+                                                  Catch::Contains("bfloat16") && Catch::StartsWith("fluidk: "));
+  CHECK_THROWS_WITH(parse_data_layout("nchw4c"),
+                    Catch::Contains("unknown data layout 'nchw4c'") && Catch::Contains("nChw16c"));
+  CHECK_THROWS_WITH(parse_library_type("cublas"),
+                    Catch::Contains("unknown library 'cublas'") && Catch::Contains("PLAIN, ONEDNN"));
+  CHECK_THROWS_WITH(parse_place("tpu:0"),
+                    Catch::Contains("unknown place 'tpu:0'") && Catch::Contains("cpu") &&
+                        Catch::Contains("testdev"));
+  CHECK_THROWS_WITH(parse_place("testdev:x"), Catch::Contains("bad device id in place 'testdev:x'"));
+  CHECK_THROWS_WITH(parse_place("testdev:-1"), Catch::Contains("bad device id"));
+  CHECK_THROWS_WITH(parse_place("cpu:1"), Catch::Contains("kind 'cpu' has no device ids"));
+  CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]; data_layout[NCHW]; place[Place(cpu)]}"),
+                    Catch::Contains("missing field 'library_type'"));
+  CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]; layout[NCHW]}"),
+                    Catch::Contains("unknown field 'layout'"));
+  CHECK_THROWS_WITH(parse_kernel_key("data_type[float]"), Catch::Contains("is not of the form"));
+  CHECK_THROWS_WITH(
+      parse_kernel_key("{data_type[float]; data_type[int]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
+      Catch::Contains("field 'data_type' given twice"));
+  CHECK_THROWS_WITH(
+      parse_kernel_key("{data_type[half-float]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
+      Catch::Contains("unknown data type 'half-float'"));
+}
+
+namespace {
+// Every key of the enumerated space over the place kinds this test knows.
+std::vector<kernel_key> all_keys(int device = 0) {
+  std::vector<kernel_key> keys;
+  for (place p : {cpu_place, place::of<test_device>(device)})
+    for (data_type d : all_data_types)
+      for (data_layout l : all_data_layouts)
+        for (library_type lib : all_library_types) keys.emplace_back(p, d, l, lib);
+  return keys;
+}
+}  // namespace
+
+TEST_CASE("every key prints and parses back to itself", "[vocabulary][parse]") {
+  for (const kernel_key& key : all_keys(5)) {
+    const kernel_key back = parse_kernel_key(key.to_string());
+    REQUIRE(identical(back, key));
+    REQUIRE(back.to_string() == key.to_string());
+  }
+  // Fields in another order and other spellings read the same.
+  CHECK(parse_kernel_key("{ library_type[mkldnn];place[CPU]; data_layout[nchw8c]; data_type[fp32] }") ==
+        kernel_type<cpu, float, layout::nChw8c, library::onednn>::key());
+}
+
+TEST_CASE("ordinals are dense, unique and invert", "[vocabulary][ordinal]") {
+  const auto keys = all_keys();
+  std::set<std::size_t> ordinals;
+  for (const kernel_key& key : keys) {
+    REQUIRE(key.ordinal() < kernel_key::ordinal_count);
+    REQUIRE(ordinals.insert(key.ordinal()).second);
+    REQUIRE(kernel_key::from_ordinal(key.ordinal()) == key);
+  }
+  // The keys of one place kind fill a contiguous range: a per-kind table has no holes.
+  const std::size_t per_kind = data_type_count * data_layout_count * library_type_count;
+  CHECK(*ordinals.begin() == 0);
+  CHECK(*std::next(ordinals.begin(), per_kind - 1) == per_kind - 1);
+  CHECK(*std::next(ordinals.begin(), per_kind) == test_device::id * per_kind);
+  CHECK(kernel_key::from_ordinal(test_device::id * per_kind, 2).place() == place::of<test_device>(2));
+  CHECK_THROWS_WITH(kernel_key::from_ordinal(3 * per_kind), Catch::Contains("place kind id 3") &&
+                                                                 Catch::Contains("registered: cpu"));
+  CHECK_THROWS_WITH(kernel_key::from_ordinal(kernel_key::ordinal_count), Catch::Contains("out of range"));
+}
+
+TEST_CASE("equality and hashing ignore the device id; identical() does not", "[vocabulary][hash]") {
+  const kernel_key on0 = kernel_type<test_device, float, layout::nchw>::key(0);
+  const kernel_key on1 = kernel_type<test_device, float, layout::nchw>::key(1);
+  CHECK(on0 == on1);
+  CHECK(std::hash<kernel_key>{}(on0) == std::hash<kernel_key>{}(on1));
+  CHECK_FALSE(identical(on0, on1));
+  CHECK(identical(on1, kernel_type<test_device, float, layout::nchw>::key(1)));
+  CHECK(on0.place() != on1.place());
+  CHECK(on0.place().same_kind(on1.place()));
+  CHECK(on0 != on0.with_dtype(data_type::float64));
+  CHECK(on0 != on0.with_layout(data_layout::any));
+  CHECK(on0 != on0.with_library(library_type::cudnn));
+  CHECK(on0 != on0.with_place(cpu_place));
+
+  // No two distinct keys collide, so an unordered table needs no collision handling.
+  const auto keys = all_keys();
+  std::unordered_set<std::size_t> hashes;
+  for (const kernel_key& key : keys) hashes.insert(std::hash<kernel_key>{}(key));
+  CHECK(hashes.size() == keys.size());
+  std::unordered_set<kernel_key> set(keys.begin(), keys.end());
+  CHECK(set.size() == keys.size());
+}
+
+TEST_CASE("ordering is strict and agrees with equality", "[vocabulary][order]") {
+  const auto keys = all_keys(1);
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    REQUIRE(keys[i] < keys[i + 1]);
+    REQUIRE_FALSE(keys[i + 1] < keys[i]);
+  }
+  const kernel_key a = kernel_type<test_device, float>::key(0);
+  const kernel_key b = kernel_type<test_device, float>::key(9);
+  CHECK_FALSE(a < b);
+  CHECK_FALSE(b < a);
+  CHECK((a <=> b) == std::strong_ordering::equal);
+  CHECK(std::set<kernel_key>(keys.begin(), keys.end()).size() == keys.size());
+}
+
+namespace {
+struct impostor {
+  using place_tag = impostor;
+  static constexpr place_kind_id id = 7;
+  static constexpr std::string_view name = "impostor";
+  static constexpr bool has_device_id = false;
+  static constexpr bool host_accessible = true;
+};
+}  // namespace
+
+TEST_CASE("a place kind id cannot be taken twice", "[vocabulary][place]") {
+  CHECK_THROWS_AS(register_place_kind<impostor>(), registration_error);
+  CHECK_THROWS_WITH(register_place_kind<impostor>(),
+                    Catch::Contains("'impostor' declares id 7, which place kind 'testdev' already uses"));
+  CHECK(parse_place("testdev:1").kind().name == "testdev");
+  CHECK(register_place_kind<test_device>());  // registering the same kind again is harmless
+  CHECK(test_device_registered);
+}
+
+TEST_CASE("places compare kind and device", "[vocabulary][place]") {
+  constexpr place gpu0 = place::of<test_device>(0);
+  constexpr place gpu1 = place::of<test_device>(1);
+  static_assert(gpu0 != gpu1 && gpu0.same_kind(gpu1) && gpu1.device() == 1);
+  static_assert(place::of<cpu>(5) == cpu_place);  // the host has one device
+  static_assert(cpu_place.is<cpu>() && !gpu0.is<cpu>() && gpu0.is<test_device>());
+  static_assert(cpu_place.host_accessible() && !gpu0.host_accessible());
+  CHECK(std::hash<place>{}(gpu0) != std::hash<place>{}(gpu1));
+}
