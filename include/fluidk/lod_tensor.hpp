@@ -1,0 +1,70 @@
+// LoDTensor: a tensor with sequence offsets ("level of detail") at one or more levels, as
+// Fluid kept variable-length sequences in one batch; and LoDTensorArray, a list of them.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluidk/tensor.hpp"
+
+namespace fluidk {
+
+// Each level holds offsets: level {0, 2, 5} splits 5 rows into sequences [0,2) and [2,5).
+using lod = std::vector<std::vector<std::size_t>>;
+
+class LoDTensor : public Tensor {
+ public:
+  LoDTensor() = default;
+  explicit LoDTensor(Tensor tensor, fluidk::lod offsets = {}) : Tensor(std::move(tensor)) {
+    set_lod(std::move(offsets));
+  }
+  LoDTensor(const fluidk::dims& shape, data_type dtype, const fluidk::place& where = cpu_place,
+            data_layout layout = data_layout::any)
+      : Tensor(shape, dtype, where, layout) {}
+
+  const fluidk::lod& lod() const noexcept { return lod_; }
+
+  // Offsets must start at 0 and never decrease; each level's last offset is the number of
+  // entries of the level below it (of rows for the last level).
+  void set_lod(fluidk::lod offsets) {
+    for (std::size_t level = 0; level < offsets.size(); ++level) {
+      const auto& o = offsets[level];
+      if (o.empty() || o.front() != 0)
+        throw error("LoD level " + std::to_string(level) + " must start with offset 0");
+      for (std::size_t i = 1; i < o.size(); ++i)
+        if (o[i] < o[i - 1]) throw error("LoD level " + std::to_string(level) + " has decreasing offsets");
+      const std::size_t below = level + 1 < offsets.size() ? offsets[level + 1].size() - 1
+                                : dims().rank() > 0    ? std::size_t(dims()[0])
+                                                       : 0;
+      if (initialized() && o.back() != below)
+        throw error("LoD level " + std::to_string(level) + " ends at " + std::to_string(o.back()) + ", but " +
+                    (level + 1 < offsets.size() ? "the next level has " : "the tensor has ") +
+                    std::to_string(below) + " entries");
+    }
+    lod_ = std::move(offsets);
+  }
+
+  std::size_t lod_levels() const noexcept { return lod_.size(); }
+  // Number of sequences at `level`.
+  std::size_t sequence_count(std::size_t level = 0) const {
+    if (level >= lod_.size()) throw error("LoD level " + std::to_string(level) + " does not exist");
+    return lod_[level].size() - 1;
+  }
+
+  Tensor& tensor() noexcept { return *this; }
+  const Tensor& tensor() const noexcept { return *this; }
+
+ private:
+  fluidk::lod lod_;
+};
+
+using LoDTensorArray = std::vector<LoDTensor>;
+
+// The copy of a LoDTensor on another place keeps its sequence offsets.
+inline LoDTensor copy_to(const LoDTensor& src, const place& where) {
+  return LoDTensor(copy_to(src.tensor(), where), src.lod());
+}
+
+}  // namespace fluidk

@@ -1,0 +1,132 @@
+// Scope: names to variables, with child scopes owned by their parent and lookup that goes
+// up through the parents. Safe to share across threads: executors running on sibling
+// scopes may read a common parent (weights) and add their own children concurrently.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "fluidk/variable.hpp"
+
+namespace fluidk {
+
+namespace detail {
+// Lets lookups by string_view find std::string keys without building a string.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+}  // namespace detail
+
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  const Scope* parent() const noexcept { return parent_; }
+
+  // The variable `name` of this scope, made empty if it does not exist here yet (a variable
+  // of the same name in a parent is shadowed, not touched).
+  Variable& var(const std::string& name) {
+    {
+      const std::shared_lock lock(vars_mutex_);
+      if (auto it = vars_.find(name); it != vars_.end()) return *it->second;
+    }
+    const std::unique_lock lock(vars_mutex_);
+    auto& slot = vars_[name];
+    if (!slot) slot = std::make_unique<Variable>(name);
+    return *slot;
+  }
+
+  // Looks in this scope, then in each parent; nullptr when no scope has it.
+  Variable* find_var(std::string_view name) const {
+    for (const Scope* scope = this; scope != nullptr; scope = scope->parent_)
+      if (Variable* v = scope->find_local(name)) return v;
+    return nullptr;
+  }
+  Variable* find_local(std::string_view name) const {
+    const std::shared_lock lock(vars_mutex_);
+    const auto it = vars_.find(name);
+    return it == vars_.end() ? nullptr : it->second.get();
+  }
+
+  // Like find_var, but a missing name is an error naming the scopes searched.
+  Variable& get(std::string_view name) const {
+    if (Variable* v = find_var(name)) return *v;
+    std::size_t depth = 0;
+    for (const Scope* scope = this; scope != nullptr; scope = scope->parent_) ++depth;
+    throw error("no variable '" + std::string(name) + "' in this scope or its " + std::to_string(depth - 1) +
+                " parent scope(s)");
+  }
+
+  bool has_local(std::string_view name) const { return find_local(name) != nullptr; }
+
+  std::vector<std::string> local_var_names() const {
+    const std::shared_lock lock(vars_mutex_);
+    std::vector<std::string> names;
+    names.reserve(vars_.size());
+    for (const auto& [name, _] : vars_) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  // Removes a variable of this scope; false when it has none of that name.
+  bool erase(std::string_view name) {
+    const std::unique_lock lock(vars_mutex_);
+    const auto it = vars_.find(name);
+    if (it == vars_.end()) return false;
+    vars_.erase(it);
+    return true;
+  }
+
+  // A new child scope, owned by this one and destroyed with it or by delete_scope().
+  Scope& new_scope() {
+    auto child = std::unique_ptr<Scope>(new Scope(this));
+    const std::lock_guard lock(kids_mutex_);
+    kids_.push_back(std::move(child));
+    return *kids_.back();
+  }
+
+  // Destroys a child scope and everything under it.
+  void delete_scope(Scope& child) {
+    std::unique_ptr<Scope> doomed;
+    {
+      const std::lock_guard lock(kids_mutex_);
+      const auto it = std::find_if(kids_.begin(), kids_.end(), [&](const auto& kid) { return kid.get() == &child; });
+      if (it == kids_.end()) throw error("delete_scope: the scope given is not a child of this scope");
+      doomed = std::move(*it);
+      kids_.erase(it);
+    }
+  }
+
+  // Destroys every child scope.
+  void drop_kids() {
+    std::vector<std::unique_ptr<Scope>> doomed;
+    const std::lock_guard lock(kids_mutex_);
+    doomed.swap(kids_);
+  }
+
+  std::size_t kid_count() const {
+    const std::lock_guard lock(kids_mutex_);
+    return kids_.size();
+  }
+
+ private:
+  explicit Scope(const Scope* parent) : parent_(parent) {}
+
+  const Scope* parent_ = nullptr;
+  mutable std::shared_mutex vars_mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Variable>, detail::string_hash, std::equal_to<>> vars_;
+  mutable std::mutex kids_mutex_;
+  std::vector<std::unique_ptr<Scope>> kids_;
+};
+
+}  // namespace fluidk

@@ -1,0 +1,88 @@
+// SelectedRows: a sparse set of rows of a tall matrix (the gradient of an embedding table
+// touches only the rows looked up): the row indices, the full height, and a value tensor
+// holding one row per index.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluidk/tensor.hpp"
+
+namespace fluidk {
+
+class SelectedRows {
+ public:
+  SelectedRows() = default;
+  SelectedRows(std::vector<std::int64_t> rows, std::int64_t height) : rows_(std::move(rows)), height_(height) {
+    check_rows();
+  }
+  SelectedRows(std::vector<std::int64_t> rows, std::int64_t height, Tensor value)
+      : rows_(std::move(rows)), height_(height), value_(std::move(value)) {
+    check_rows();
+    check_value();
+  }
+
+  const std::vector<std::int64_t>& rows() const noexcept { return rows_; }
+  std::int64_t height() const noexcept { return height_; }
+  const Tensor& value() const noexcept { return value_; }
+  Tensor& value() noexcept { return value_; }
+
+  void set_rows(std::vector<std::int64_t> rows) {
+    std::swap(rows_, rows);
+    try {
+      check_rows();
+    } catch (...) {
+      std::swap(rows_, rows);  // leave the object as it was
+      throw;
+    }
+  }
+  void set_height(std::int64_t height) {
+    for (std::int64_t r : rows_)
+      if (r >= height)
+        throw error("SelectedRows height " + std::to_string(height) + " is below row index " + std::to_string(r));
+    height_ = height;
+  }
+  void set_value(Tensor value) {
+    std::swap(value_, value);
+    try {
+      check_value();
+    } catch (...) {
+      std::swap(value_, value);
+      throw;
+    }
+  }
+
+  // The shape of the dense matrix these rows belong to: [height, value dims 1..].
+  fluidk::dims dense_dims() const {
+    fluidk::dims out = value_.dims();
+    if (out.rank() == 0) return {height_};
+    out[0] = height_;
+    return out;
+  }
+
+ private:
+  void check_rows() const {
+    for (std::int64_t r : rows_)
+      if (r < 0 || r >= height_)
+        throw error("SelectedRows row index " + std::to_string(r) + " is outside [0, " + std::to_string(height_) +
+                    ")");
+  }
+  void check_value() const {
+    if (value_.initialized() && (value_.dims().rank() == 0 || value_.dims()[0] != std::int64_t(rows_.size())))
+      throw error("SelectedRows value " + value_.describe() + " must have one row per index (" +
+                  std::to_string(rows_.size()) + ")");
+  }
+
+  std::vector<std::int64_t> rows_;
+  std::int64_t height_ = 0;
+  Tensor value_;
+};
+
+// The copy on another place keeps the rows and the height; only the value moves.
+inline SelectedRows copy_to(const SelectedRows& src, const place& where) {
+  return SelectedRows(src.rows(), src.height(), src.value().initialized() ? copy_to(src.value(), where) : Tensor());
+}
+
+}  // namespace fluidk

@@ -1,0 +1,180 @@
+// Tensor: a shape, a data type, a layout and a place, over a buffer from the place's
+// allocator. Tensors that share data share the buffer (Fluid's ShareDataWith); a slice is
+// a byte offset into it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "fluidk/device.hpp"
+#include "fluidk/devices/cpu.hpp"
+#include "fluidk/dims.hpp"
+#include "fluidk/dtype.hpp"
+#include "fluidk/layout.hpp"
+#include "fluidk/place.hpp"
+
+namespace fluidk {
+
+// Elements a tensor of these logical dims occupies in a layout: a blocked layout pads the
+// channels (dimension 1) up to a multiple of its block.
+inline std::int64_t storage_numel(const dims& shape, data_layout layout) {
+  const int rank = rank_of(layout);
+  if (rank != 0 && std::size_t(rank) != shape.rank())
+    throw error("layout " + std::string(name_of(layout)) + " needs rank " + std::to_string(rank) +
+                ", but the shape " + shape.to_string() + " has rank " + std::to_string(shape.rank()));
+  const int block = block_of(layout);
+  if (block == 1) return shape.numel();
+  dims padded = shape;
+  padded[1] = (shape[1] + block - 1) / block * block;
+  return padded.numel();
+}
+
+namespace detail {
+// A buffer owned by its place's allocator and released through it.
+class buffer {
+ public:
+  buffer(const place& where, std::size_t bytes)
+      : entry_(&device_entry_for(where)), where_(where), bytes_(bytes),
+        handle_(entry_->allocate(where.device(), bytes)) {}
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  ~buffer() { entry_->deallocate(where_.device(), handle_, bytes_); }
+
+  void* handle() const noexcept { return handle_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  const place& where() const noexcept { return where_; }
+
+ private:
+  const device_entry* entry_;
+  place where_;
+  std::size_t bytes_;
+  void* handle_;
+};
+}  // namespace detail
+
+class Tensor {
+ public:
+  // An empty tensor: no buffer, no shape; `initialized()` is false.
+  Tensor() = default;
+
+  // Allocates storage for `shape` on `where` through the place's allocator.
+  Tensor(const dims& shape, data_type dtype, const place& where = cpu_place, data_layout layout = data_layout::any)
+      : dims_(shape), dtype_(dtype), layout_(layout), place_(where) {
+    const std::size_t bytes = std::size_t(storage_numel(shape, layout)) * size_of(dtype);
+    buffer_ = std::make_shared<detail::buffer>(where, bytes);
+  }
+
+  const fluidk::dims& dims() const noexcept { return dims_; }
+  data_type dtype() const noexcept { return dtype_; }
+  data_layout layout() const noexcept { return layout_; }
+  const fluidk::place& place() const noexcept { return place_; }
+  bool initialized() const noexcept { return buffer_ != nullptr; }
+  std::int64_t numel() const noexcept { return dims_.numel(); }
+  // Bytes of storage this tensor covers (blocked layouts include their padding).
+  std::size_t storage_bytes() const { return std::size_t(storage_numel(dims_, layout_)) * size_of(dtype_); }
+
+  // The place's handle of the buffer (pointer or cl_mem) and this tensor's offset in it.
+  void* handle() const noexcept { return buffer_ ? buffer_->handle() : nullptr; }
+  std::size_t offset() const noexcept { return offset_; }
+  memory_ref memory() const noexcept { return {place_, handle(), offset_}; }
+
+  bool shares_buffer_with(const Tensor& other) const noexcept {
+    return buffer_ != nullptr && buffer_ == other.buffer_;
+  }
+
+  // Typed host access: checks the data type, that the data is on a host-readable place and
+  // that there is data at all.
+  template <class T>
+  T* data() {
+    check_access(data_type_of<T>);
+    return reinterpret_cast<T*>(static_cast<std::byte*>(buffer_->handle()) + offset_);
+  }
+  template <class T>
+  const T* data() const {
+    check_access(data_type_of<T>);
+    return reinterpret_cast<const T*>(static_cast<const std::byte*>(buffer_->handle()) + offset_);
+  }
+
+  // Makes this tensor view `other`'s buffer with `other`'s metadata (Fluid's ShareDataWith).
+  Tensor& share_data_with(const Tensor& other) {
+    *this = other;
+    return *this;
+  }
+
+  // Rows [begin, end) of dimension 0, sharing the buffer. Dimension 0 is outermost in every
+  // layout, blocked ones included, so a slice is one contiguous range.
+  Tensor slice(std::int64_t begin, std::int64_t end) const {
+    if (!initialized()) throw error("slice of a tensor that holds no data");
+    if (dims_.rank() == 0 || begin < 0 || end < begin || end > dims_[0])
+      throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") is out of range for shape " +
+                  dims_.to_string());
+    Tensor out = *this;
+    const std::size_t row_bytes = dims_[0] == 0 ? 0 : storage_bytes() / std::size_t(dims_[0]);
+    out.dims_[0] = end - begin;
+    out.offset_ = offset_ + std::size_t(begin) * row_bytes;
+    return out;
+  }
+
+  // Reinterprets the layout (metadata only); the storage size must not change.
+  Tensor& set_layout(data_layout layout) {
+    if (initialized() && std::size_t(storage_numel(dims_, layout)) * size_of(dtype_) != storage_bytes())
+      throw error("layout " + std::string(name_of(layout)) + " needs a different storage size than " +
+                  std::string(name_of(layout_)) + " for shape " + dims_.to_string());
+    layout_ = layout;
+    return *this;
+  }
+
+  // Changes the shape in place when the storage size stays the same (Fluid's Resize of a
+  // tensor that already holds data).
+  Tensor& reshape(const fluidk::dims& shape) {
+    if (initialized() && std::size_t(storage_numel(shape, layout_)) * size_of(dtype_) != storage_bytes())
+      throw error("cannot reshape " + dims_.to_string() + " to " + shape.to_string() +
+                  ": the number of elements differs");
+    dims_ = shape;
+    return *this;
+  }
+
+  std::string describe() const {
+    return "Tensor(" + dims_.to_string() + ", " + std::string(name_of(dtype_)) + ", " +
+           std::string(name_of(layout_)) + ", " + place_.to_string() + ")";
+  }
+
+ private:
+  void check_access(data_type requested) const {
+    if (!initialized()) throw error("typed access to a tensor that holds no data");
+    if (requested != dtype_)
+      throw error("typed access as " + std::string(name_of(requested)) + " to " + describe() +
+                  ", which holds " + std::string(name_of(dtype_)));
+    if (!place_.host_accessible())
+      throw error("host access to " + describe() + ", whose memory the host cannot read; copy it to " +
+                  cpu_place.to_string() + " first");
+  }
+
+  fluidk::dims dims_;
+  data_type dtype_ = data_type::float32;
+  data_layout layout_ = data_layout::any;
+  fluidk::place place_;
+  std::shared_ptr<detail::buffer> buffer_;
+  std::size_t offset_ = 0;
+};
+
+// A copy of `src` on `where` (same shape, data type and layout); never writes to `src`.
+inline Tensor copy_to(const Tensor& src, const place& where) {
+  if (!src.initialized()) throw error("copy of a tensor that holds no data");
+  Tensor dst(src.dims(), src.dtype(), where, src.layout());
+  copy_bytes(dst.memory(), src.memory(), src.storage_bytes());
+  return dst;
+}
+
+// Copies the contents of `src` into the existing storage of `dst` (same size required).
+inline void copy_into(Tensor& dst, const Tensor& src) {
+  if (!src.initialized() || !dst.initialized()) throw error("copy between tensors that hold no data");
+  if (dst.storage_bytes() != src.storage_bytes())
+    throw error("copy of " + src.describe() + " into " + dst.describe() + ": the sizes differ");
+  copy_bytes(dst.memory(), src.memory(), src.storage_bytes());
+}
+
+}  // namespace fluidk

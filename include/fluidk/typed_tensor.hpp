@@ -1,0 +1,79 @@
+// typed_tensor<Place, T, Layout>: a Tensor whose place kind, data type and layout are part
+// of its type, for the compile-time dispatch path. Converting from a Tensor is checked;
+// converting back is free.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "fluidk/kernel_type.hpp"
+#include "fluidk/tensor.hpp"
+
+namespace fluidk {
+
+template <class P, class T, class L = layout::any>
+class typed_tensor {
+  static_assert(kernel_type<P, T, L>::valid);  // one readable line per bad argument, from kernel_type
+
+ public:
+  using place_t = P;
+  using dtype_t = T;
+  using layout_t = L;
+
+  // Allocates on device `device` of kind P.
+  explicit typed_tensor(const fluidk::dims& shape, int device = 0)
+      : tensor_(shape, data_type_of<T>, place::of<P>(device), L::value) {}
+
+  // Checked: the tensor must be of kind P, hold T and be in layout L.
+  explicit typed_tensor(Tensor tensor) : tensor_(std::move(tensor)) { check(tensor_); }
+
+  const Tensor& tensor() const& noexcept { return tensor_; }
+  Tensor&& tensor() && noexcept { return std::move(tensor_); }
+  operator const Tensor&() const noexcept { return tensor_; }
+
+  const fluidk::dims& dims() const noexcept { return tensor_.dims(); }
+  fluidk::place place() const noexcept { return tensor_.place(); }
+  std::int64_t numel() const noexcept { return tensor_.numel(); }
+  void* handle() const noexcept { return tensor_.handle(); }
+
+  // Host access without run-time checks: the type already proves them.
+  T* data() noexcept
+    requires(P::host_accessible)
+  {
+    return reinterpret_cast<T*>(static_cast<std::byte*>(tensor_.handle()) + tensor_.offset());
+  }
+  const T* data() const noexcept
+    requires(P::host_accessible)
+  {
+    return reinterpret_cast<const T*>(static_cast<const std::byte*>(tensor_.handle()) + tensor_.offset());
+  }
+
+  static constexpr kernel_key key(int device = 0) noexcept { return kernel_type<P, T, L>::key(device); }
+
+  static void check(const Tensor& t) {
+    const char* what = !t.initialized()                       ? "it holds no data"
+                       : t.place().kind_id() != P::id         ? "the place kind differs"
+                       : t.dtype() != data_type_of<T>         ? "the data type differs"
+                       : t.layout() != L::value               ? "the layout differs"
+                                                              : nullptr;
+    if (what != nullptr)
+      throw error(t.describe() + " is not a typed_tensor<" + std::string(P::name) + ", " +
+                  std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(L::value)) + ">: " + what);
+  }
+
+ private:
+  Tensor tensor_;
+};
+
+template <class T>
+inline constexpr bool is_typed_tensor = false;
+template <class P, class T, class L>
+inline constexpr bool is_typed_tensor<typed_tensor<P, T, L>> = true;
+
+// Checked conversion from a runtime Tensor.
+template <class P, class T, class L = layout::any>
+typed_tensor<P, T, L> tensor_cast(const Tensor& t) {
+  return typed_tensor<P, T, L>(t);
+}
+
+}  // namespace fluidk

@@ -1,0 +1,95 @@
+// Variable: a named slot in a scope that holds one LoDTensor, SelectedRows or
+// LoDTensorArray. Its kind is fixed once set; every mutable access bumps a version counter
+// so that cached copies of it can tell they are stale.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "fluidk/lod_tensor.hpp"
+#include "fluidk/selected_rows.hpp"
+
+namespace fluidk {
+
+enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array };
+
+constexpr std::string_view name_of(var_kind kind) noexcept {
+  switch (kind) {
+    case var_kind::lod_tensor: return "LoDTensor";
+    case var_kind::selected_rows: return "SelectedRows";
+    case var_kind::lod_tensor_array: return "LoDTensorArray";
+    case var_kind::empty: break;
+  }
+  return "nothing";
+}
+
+template <class T>
+concept VariableContent =
+    std::same_as<T, LoDTensor> || std::same_as<T, SelectedRows> || std::same_as<T, LoDTensorArray>;
+
+template <VariableContent T>
+inline constexpr var_kind var_kind_of = std::same_as<T, LoDTensor>      ? var_kind::lod_tensor
+                                        : std::same_as<T, SelectedRows> ? var_kind::selected_rows
+                                                                        : var_kind::lod_tensor_array;
+
+class Variable {
+ public:
+  Variable() = default;
+  explicit Variable(std::string name) : name_(std::move(name)) {}
+  Variable(const Variable&) = delete;
+  Variable& operator=(const Variable&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  var_kind kind() const noexcept { return var_kind(content_.index()); }
+  bool initialized() const noexcept { return kind() != var_kind::empty; }
+
+  template <VariableContent T>
+  bool is() const noexcept {
+    return std::holds_alternative<T>(content_);
+  }
+
+  // Read access: the variable must hold a T.
+  template <VariableContent T>
+  const T& get() const {
+    if (const T* value = std::get_if<T>(&content_)) return *value;
+    throw error("variable '" + name_ + "' holds " + std::string(name_of(kind())) + ", not " +
+                std::string(name_of(var_kind_of<T>)));
+  }
+
+  // Write access: makes the variable a T if it is empty; it must not hold another kind.
+  // Counts as a write (the version moves on).
+  template <VariableContent T>
+  T& get_mutable() {
+    if (content_.index() == 0) {
+      content_.template emplace<T>();
+    } else if (!std::holds_alternative<T>(content_)) {
+      throw error("variable '" + name_ + "' holds " + std::string(name_of(kind())) + ", and cannot become " +
+                  std::string(name_of(var_kind_of<T>)) + ": a variable's kind is fixed once set");
+    }
+    version_.fetch_add(1, std::memory_order_release);
+    return std::get<T>(content_);
+  }
+
+  // Sets the content, checking the kind as get_mutable() does.
+  template <VariableContent T>
+  T& set(T value) {
+    T& slot = get_mutable<T>();
+    slot = std::move(value);
+    return slot;
+  }
+
+  // Increases on every write access; equal versions mean unchanged content.
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+
+ private:
+  std::string name_;
+  std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray> content_;
+  std::atomic<std::uint64_t> version_{0};
+};
+
+}  // namespace fluidk

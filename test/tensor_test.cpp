@@ -1,0 +1,143 @@
+// Tensors on the host: shapes, storage of blocked layouts, shared buffers, slices, checked
+// typed access, the statically typed view, LoDTensor and SelectedRows.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <fluidk/lod_tensor.hpp>
+#include <fluidk/selected_rows.hpp>
+#include <fluidk/typed_tensor.hpp>
+
+using namespace fluidk;
+
+TEST_CASE("dims hold up to eight extents inline", "[tensor][dims]") {
+  constexpr dims d{2, 3, 1, 2};
+  static_assert(d.rank() == 4 && d.numel() == 12 && d[1] == 3);
+  static_assert(dims{}.numel() == 1 && dims{4, 0}.numel() == 0);
+  CHECK(d.to_string() == "[2, 3, 1, 2]");
+  CHECK_THROWS_WITH((dims{1, 1, 1, 1, 1, 1, 1, 1, 1}), Catch::Contains("at most 8 dimensions, got 9"));
+  CHECK_THROWS_WITH((dims{2, -1}), Catch::Contains("negative extent -1"));
+}
+
+TEST_CASE("blocked layouts pad the channels to whole blocks", "[tensor][layout]") {
+  CHECK(storage_numel({2, 17, 3, 3}, data_layout::nChw8c) == 2 * 24 * 9);
+  CHECK(storage_numel({2, 17, 3, 3}, data_layout::nChw16c) == 2 * 32 * 9);
+  CHECK(storage_numel({2, 16, 3, 3}, data_layout::nChw16c) == 2 * 16 * 9);
+  CHECK(storage_numel({2, 17, 3, 3}, data_layout::nchw) == 2 * 17 * 9);
+  CHECK(storage_numel({5}, data_layout::any) == 5);
+  const Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  CHECK(blocked.storage_bytes() == 8 * 4 * sizeof(float));
+  CHECK(blocked.numel() == 12);
+  CHECK_THROWS_WITH(Tensor({3, 4}, data_type::float32, cpu_place, data_layout::nchw),
+                    Catch::Contains("layout NCHW needs rank 4, but the shape [3, 4] has rank 2"));
+  CHECK_THROWS_WITH(Tensor({3, 4, 5}, data_type::float32, cpu_place, data_layout::nc),
+                    Catch::Contains("layout NC needs rank 2"));
+}
+
+TEST_CASE("host buffers come from the CPU allocator, 64-byte aligned", "[tensor][cpu]") {
+  for (std::int64_t n : {1, 3, 17, 1000}) {
+    const Tensor t({n}, data_type::int8);
+    CHECK(reinterpret_cast<std::uintptr_t>(t.handle()) % cpu_alignment == 0);
+  }
+  const Tensor empty({0, 3}, data_type::float32);
+  CHECK(empty.initialized());
+  CHECK(empty.storage_bytes() == 0);
+}
+
+TEST_CASE("typed access checks the data type and that there is data", "[tensor][errors]") {
+  Tensor t({2, 3}, data_type::float32);
+  CHECK_NOTHROW(t.data<float>());
+  CHECK_THROWS_WITH(t.data<double>(), Catch::Contains("typed access as double to Tensor([2, 3], float, "
+                                                      "ANY_LAYOUT, Place(cpu)), which holds float"));
+  const Tensor nothing;
+  CHECK_THROWS_WITH(nothing.data<float>(), Catch::Contains("typed access to a tensor that holds no data"));
+  CHECK_THROWS_WITH(copy_to(nothing, cpu_place), Catch::Contains("copy of a tensor that holds no data"));
+}
+
+TEST_CASE("share_data_with shares the buffer; copies do not", "[tensor]") {
+  Tensor a({4}, data_type::int32);
+  for (int i = 0; i < 4; ++i) a.data<std::int32_t>()[i] = i;
+  Tensor b;
+  b.share_data_with(a);
+  CHECK(b.shares_buffer_with(a));
+  b.data<std::int32_t>()[2] = 42;
+  CHECK(a.data<std::int32_t>()[2] == 42);
+  Tensor c = copy_to(a, cpu_place);
+  CHECK_FALSE(c.shares_buffer_with(a));
+  c.data<std::int32_t>()[0] = -7;
+  CHECK(a.data<std::int32_t>()[0] == 0);
+}
+
+TEST_CASE("slices view rows of dimension 0 through an offset", "[tensor]") {
+  Tensor t({4, 3}, data_type::int64);
+  for (int i = 0; i < 12; ++i) t.data<std::int64_t>()[i] = i;
+  const Tensor rows = t.slice(1, 3);
+  CHECK(rows.dims() == dims{2, 3});
+  CHECK(rows.offset() == 3 * sizeof(std::int64_t));
+  CHECK(rows.data<std::int64_t>()[0] == 3);
+  CHECK(rows.data<std::int64_t>()[5] == 8);
+  CHECK(rows.storage_bytes() == 6 * sizeof(std::int64_t));
+  CHECK(t.slice(4, 4).storage_bytes() == 0);
+  CHECK_THROWS_WITH(t.slice(2, 5), Catch::Contains("slice [2, 5) is out of range for shape [4, 3]"));
+  CHECK_THROWS_WITH(t.slice(-1, 1), Catch::Contains("out of range"));
+  // A blocked slice keeps whole padded images.
+  const Tensor blocked({3, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  CHECK(blocked.slice(1, 2).offset() == 8 * 4 * sizeof(float));
+}
+
+TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as it was", "[tensor][errors]") {
+  Tensor t({2, 6}, data_type::float32);
+  t.reshape({3, 4});
+  CHECK(t.dims() == dims{3, 4});
+  CHECK_THROWS_WITH(t.reshape({5, 5}), Catch::Contains("cannot reshape [3, 4] to [5, 5]"));
+  CHECK(t.dims() == dims{3, 4});
+  Tensor image({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
+  image.set_layout(data_layout::nChw8c);  // 8 channels: no padding, same storage
+  CHECK(image.layout() == data_layout::nChw8c);
+  Tensor odd({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
+  CHECK_THROWS_WITH(odd.set_layout(data_layout::nChw8c), Catch::Contains("needs a different storage size"));
+  CHECK(odd.layout() == data_layout::nchw);
+}
+
+TEST_CASE("typed_tensor carries place, data type and layout in its type", "[tensor][typed]") {
+  using image = typed_tensor<cpu, float, layout::nchw>;
+  static_assert(std::is_same_v<image::dtype_t, float> && std::is_same_v<image::place_t, cpu>);
+  static_assert(image::key() == kernel_type<cpu, float, layout::nchw>::key());
+  static_assert(is_typed_tensor<image> && !is_typed_tensor<Tensor>);
+  image x({1, 2, 2, 2});
+  x.data()[3] = 1.5f;
+  const Tensor& plain = x;
+  CHECK(plain.data<float>()[3] == 1.5f);
+  const image back = tensor_cast<cpu, float, layout::nchw>(plain);
+  CHECK(back.tensor().shares_buffer_with(plain));
+  CHECK_THROWS_WITH((tensor_cast<cpu, double, layout::nchw>(plain)),
+                    Catch::Contains("is not a typed_tensor<cpu, double, NCHW>: the data type differs"));
+  CHECK_THROWS_WITH((tensor_cast<cpu, float, layout::nhwc>(plain)), Catch::Contains("the layout differs"));
+  CHECK_THROWS_WITH((tensor_cast<cpu, float, layout::nchw>(Tensor())), Catch::Contains("it holds no data"));
+}
+
+TEST_CASE("LoDTensor keeps several levels of sequence offsets, checked", "[tensor][lod]") {
+  LoDTensor t({5, 2}, data_type::float32);
+  t.set_lod({{0, 2}, {0, 2, 5}});
+  CHECK(t.lod_levels() == 2);
+  CHECK(t.sequence_count(0) == 1);
+  CHECK(t.sequence_count(1) == 2);
+  CHECK_THROWS_WITH(t.set_lod({{0, 2, 4}}), Catch::Contains("LoD level 0 ends at 4, but the tensor has 5"));
+  CHECK_THROWS_WITH(t.set_lod({{1, 5}}), Catch::Contains("must start with offset 0"));
+  CHECK_THROWS_WITH(t.set_lod({{0, 3, 2, 5}}), Catch::Contains("decreasing offsets"));
+  CHECK_THROWS_WITH(t.set_lod({{0, 3}, {0, 2, 5}}), Catch::Contains("the next level has 2 entries"));
+  CHECK(t.lod() == lod{{0, 2}, {0, 2, 5}});  // a rejected LoD leaves the old one
+  CHECK_THROWS_WITH(t.sequence_count(2), Catch::Contains("LoD level 2 does not exist"));
+}
+
+TEST_CASE("SelectedRows checks its rows, height and value, and rejects without change", "[tensor][rows]") {
+  Tensor value({2, 4}, data_type::float32);
+  SelectedRows rows({1, 8}, 10, value);
+  CHECK(rows.dense_dims() == dims{10, 4});
+  CHECK_THROWS_WITH(SelectedRows({1, 10}, 10), Catch::Contains("row index 10 is outside [0, 10)"));
+  CHECK_THROWS_WITH(rows.set_rows({3, 12}), Catch::Contains("row index 12"));
+  CHECK(rows.rows() == std::vector<std::int64_t>{1, 8});
+  CHECK_THROWS_WITH(rows.set_height(5), Catch::Contains("height 5 is below row index 8"));
+  CHECK(rows.height() == 10);
+  CHECK_THROWS_WITH(rows.set_value(Tensor({3, 4}, data_type::float32)), Catch::Contains("one row per index (2)"));
+  CHECK(rows.value().shares_buffer_with(value));
+}
