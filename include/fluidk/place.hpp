@@ -185,8 +185,12 @@ class place {
   std::string to_string() const {
     std::string out = "Place(";
     out += kind_->name;
-    if (kind_->has_device_id) out += ":" + std::to_string(device_);
-    return out + ")";
+    if (kind_->has_device_id) {
+      out += ':';
+      out += std::to_string(device_);
+    }
+    out += ')';
+    return out;
   }
   friend std::ostream& operator<<(std::ostream& os, const place& p) { return os << p.to_string(); }
 
