@@ -19,19 +19,18 @@ int fail(const char* what) {
 }  // namespace
 
 int main() {
-  using key_t = fluidk::kernel_type<fluidk::cuda, fluidk::float16, fluidk::layout::nchw, fluidk::library::cudnn>;
+  using key_t =
+      fluidk::kernel_type<fluidk::cuda, fluidk::float16, fluidk::layout::nchw, fluidk::library::cudnn>;
   const fluidk::kernel_key key = key_t::key(0);
   if (key.to_string() != "{data_type[float16]; data_layout[NCHW]; place[Place(gpu:0)]; library_type[CUDNN]}")
     return fail(key.to_string().c_str());
   if (!(fluidk::parse_place("gpu:0") == key.place())) return fail("parse_place(gpu:0)");
 
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device (cudaGetDeviceCount: %s)\n",
-                status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
+  if (!fluidk::cuda_available()) {
+    std::printf("skipped: %s\n", fluidk::cuda_unavailable_reason().c_str());
     return 77;
   }
+  const int count = fluidk::device_count(key.place());
   constexpr int n = 1000;
   unsigned long long* device_buffer = nullptr;
   if (cudaMalloc(&device_buffer, n * sizeof(unsigned long long)) != cudaSuccess) return fail("cudaMalloc");

@@ -1,14 +1,29 @@
-// The CUDA backend: place kind `cuda` (printed gpu, as Fluid did). Needs FLUIDK_HAS_CUDA,
-// which Meson's fluidk_cuda_dep defines.
+// The CUDA backend: place kind `cuda` (printed gpu, as Fluid did), its device context (a
+// non-blocking stream per device, cuDNN and cuBLAS handles bound to it), the cudaMalloc
+// allocator and the copies host <-> device and device <-> device, all added through the
+// public extension points of fluidk/device.hpp. Needs FLUIDK_HAS_CUDA, which Meson's
+// fluidk_cuda_dep defines. Host code only (no Boost.Hana): it compiles with g++/clang++ and
+// in .cu files with nvcc alike.
 #pragma once
 
 #if !defined(FLUIDK_HAS_CUDA) || !FLUIDK_HAS_CUDA
-#error "fluidk/devices/cuda.hpp needs the CUDA backend: use fluidk_cuda_dep (Meson), or define FLUIDK_HAS_CUDA=1 and link cudart, cublas and cudnn"
+#error \
+    "fluidk/devices/cuda.hpp needs the CUDA backend: use fluidk_cuda_dep (Meson), or define FLUIDK_HAS_CUDA=1 and link cudart, cublas and cudnn"
 #endif
 
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
 #include <array>
+#include <cstddef>
+#include <mutex>
+#include <string>
 #include <string_view>
 
+#include "fluidk/device.hpp"
+#include "fluidk/devices/cpu.hpp"
+#include "fluidk/error.hpp"
 #include "fluidk/place.hpp"
 
 namespace fluidk {
@@ -23,7 +38,350 @@ struct cuda {
 };
 
 namespace detail {
-inline const bool cuda_place_registered = register_place_kind<cuda>();
+
+// "out of memory (cudaErrorMemoryAllocation)".
+inline std::string cuda_error_text(cudaError_t status) {
+  return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
+}
+
+// Throws fluidk::error "<what>: <CUDA error>" on failure, after clearing the runtime's
+// last-error state (a sticky error, such as a kernel fault, stays: that is CUDA's rule).
+inline void cuda_check(cudaError_t status, const std::string& what) {
+  if (status == cudaSuccess) return;
+  static_cast<void>(cudaGetLastError());
+  throw error(what + ": " + cuda_error_text(status));
+}
+
+// What cudaGetDeviceCount said, asked once per process: the runtime enumerates devices
+// once (CUDA_VISIBLE_DEVICES is read at initialisation), so the answer cannot change.
+struct cuda_probe_result {
+  int count = 0;
+  cudaError_t status = cudaSuccess;
+};
+
+inline const cuda_probe_result& cuda_probe() noexcept {
+  static const cuda_probe_result result = [] {
+    cuda_probe_result r;
+    r.status = cudaGetDeviceCount(&r.count);
+    if (r.status != cudaSuccess) {
+      r.count = 0;
+      static_cast<void>(cudaGetLastError());  // not sticky, but leave no error behind
+    }
+    return r;
+  }();
+  return result;
+}
+
+// Makes `device` current for its lifetime and restores the caller's current device. Never
+// throws: status() says whether the switch happened.
+class cuda_device_guard {
+ public:
+  explicit cuda_device_guard(int device) noexcept {
+    status_ = cudaGetDevice(&previous_);
+    if (status_ == cudaSuccess && previous_ != device) {
+      status_ = cudaSetDevice(device);
+      switched_ = status_ == cudaSuccess;
+    }
+    if (status_ != cudaSuccess) static_cast<void>(cudaGetLastError());
+  }
+  cuda_device_guard(const cuda_device_guard&) = delete;
+  cuda_device_guard& operator=(const cuda_device_guard&) = delete;
+  ~cuda_device_guard() {
+    if (switched_) static_cast<void>(cudaSetDevice(previous_));
+  }
+
+  cudaError_t status() const noexcept { return status_; }
+  // Throws fluidk::error naming the device when the switch failed.
+  void check(int device) const {
+    cuda_check(status_, "cannot make CUDA device " + std::to_string(device) + " current");
+  }
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+  cudaError_t status_ = cudaSuccess;
+};
+
+}  // namespace detail
+
+// Whether this process sees at least one CUDA device (false without a driver or a device).
+inline bool cuda_available() noexcept { return detail::cuda_probe().count > 0; }
+
+// Why there is no CUDA device, for skips and error messages: "no CUDA device (<what
+// cudaGetDeviceCount said>)"; empty when a device is present.
+inline std::string cuda_unavailable_reason() {
+  const auto& probe = detail::cuda_probe();
+  if (probe.count > 0) return {};
+  if (probe.status != cudaSuccess)
+    return "no CUDA device (" + std::string(cudaGetErrorString(probe.status)) + ")";
+  return "no CUDA device (cudaGetDeviceCount found 0 devices)";
+}
+
+// One CUDA device's context: a non-blocking stream (no implicit synchronisation with the
+// legacy default stream) and, made on first request, cuDNN and cuBLAS handles bound to it.
+// fluidk's copies to and from this device are queued on this stream, so kernels launched on
+// stream() are ordered after the data arrives and before it is copied out.
+class cuda_context final : public device_context {
+ public:
+  explicit cuda_context(int device) : device_(device) {
+    const detail::cuda_device_guard guard(device);
+    guard.check(device);
+    detail::cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                       "cannot create a stream on " + place().to_string());
+  }
+  cuda_context(const cuda_context&) = delete;
+  cuda_context& operator=(const cuda_context&) = delete;
+
+  // Releases the handles and the stream. When the process is exiting and the CUDA runtime
+  // has already been torn down (cudaErrorCudartUnloading), the library handles are left to
+  // the driver, which reclaims everything: destroying them then can crash inside cuDNN.
+  ~cuda_context() override {
+    const detail::cuda_device_guard guard(device_);
+    if (guard.status() == cudaSuccess) {
+      if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
+      if (cudnn_ != nullptr) static_cast<void>(cudnnDestroy(cudnn_));
+    }
+    if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(stream_));
+    static_cast<void>(cudaGetLastError());
+  }
+
+  fluidk::place place() const noexcept override { return fluidk::place::of<cuda>(device_); }
+  int device() const noexcept { return device_; }
+  cudaStream_t stream() const noexcept { return stream_; }
+
+  // Blocks until all work queued on stream() has finished; throws fluidk::error with the
+  // CUDA error (including one from an earlier asynchronous kernel) on failure.
+  void wait() override {
+    detail::cuda_check(cudaStreamSynchronize(stream_), "waiting for " + place().to_string() + " failed");
+  }
+
+  // The cuDNN handle of this device, bound to stream(); made on first call.
+  cudnnHandle_t cudnn() {
+    const std::lock_guard lock(mutex_);
+    if (cudnn_ == nullptr) {
+      const detail::cuda_device_guard guard(device_);
+      guard.check(device_);
+      cudnnHandle_t handle = nullptr;
+      check_cudnn(cudnnCreate(&handle), "cudnnCreate");
+      if (const cudnnStatus_t status = cudnnSetStream(handle, stream_); status != CUDNN_STATUS_SUCCESS) {
+        static_cast<void>(cudnnDestroy(handle));
+        check_cudnn(status, "cudnnSetStream");
+      }
+      cudnn_ = handle;
+    }
+    return cudnn_;
+  }
+
+  // The cuBLAS handle of this device, bound to stream(); made on first call.
+  cublasHandle_t cublas() {
+    const std::lock_guard lock(mutex_);
+    if (cublas_ == nullptr) {
+      const detail::cuda_device_guard guard(device_);
+      guard.check(device_);
+      cublasHandle_t handle = nullptr;
+      check_cublas(cublasCreate(&handle), "cublasCreate");
+      if (const cublasStatus_t status = cublasSetStream(handle, stream_); status != CUBLAS_STATUS_SUCCESS) {
+        static_cast<void>(cublasDestroy(handle));
+        check_cublas(status, "cublasSetStream");
+      }
+      cublas_ = handle;
+    }
+    return cublas_;
+  }
+
+ private:
+  void check_cudnn(cudnnStatus_t status, const char* what) const {
+    if (status != CUDNN_STATUS_SUCCESS)
+      throw error(std::string(what) + " failed on " + place().to_string() + ": " +
+                  cudnnGetErrorString(status));
+  }
+  void check_cublas(cublasStatus_t status, const char* what) const {
+    if (status != CUBLAS_STATUS_SUCCESS)
+      throw error(std::string(what) + " failed on " + place().to_string() + ": " +
+                  cublasGetStatusString(status) + " (" + cublasGetStatusName(status) + ")");
+  }
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  std::mutex mutex_;  // guards the lazy handles: contexts are shared between threads
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+};
+
+template <>
+struct device_traits<cuda> {
+  using context_type = cuda_context;
+
+  // Devices this process sees; 0 (never an exception) without a driver or a device.
+  static int device_count() noexcept { return detail::cuda_probe().count; }
+
+  static void* allocate(int device, std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    const place where = place::of<cuda>(device);
+    const int count = device_count();
+    if (count == 0) throw allocation_error(where, bytes, cuda_unavailable_reason());
+    if (device < 0 || device >= count)
+      throw allocation_error(where, bytes,
+                             "no such device: " + std::to_string(count) + " CUDA device(s) present");
+    const detail::cuda_device_guard guard(device);
+    if (guard.status() != cudaSuccess)
+      throw allocation_error(where, bytes,
+                             "cannot make the device current: " + detail::cuda_error_text(guard.status()));
+    void* memory = nullptr;
+    if (const cudaError_t status = cudaMalloc(&memory, bytes); status != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
+    }
+    return memory;
+  }
+
+  // cudaFree waits for the device's queued work before releasing (it synchronises the
+  // device), so a buffer freed while a kernel or copy on a stream still uses it stays valid
+  // until that work is done.
+  static void deallocate(int device, void* handle, std::size_t) noexcept {
+    if (handle == nullptr) return;
+    const detail::cuda_device_guard guard(device);
+    static_cast<void>(cudaFree(handle));
+    static_cast<void>(cudaGetLastError());
+  }
+};
+
+namespace detail {
+
+inline void* cuda_address(const memory_ref& ref) noexcept {
+  return static_cast<std::byte*>(ref.handle) + ref.offset;
+}
+
+// The context of the device a copy runs on; without it, names both ends of the copy.
+inline cuda_context& cuda_copy_context(int device, const memory_ref& dst, const memory_ref& src) {
+  try {
+    return context_of<cuda>(device);
+  } catch (const device_unavailable& e) {
+    std::string why = e.what();
+    if (why.rfind("fluidk: ", 0) == 0) why.erase(0, 8);
+    throw device_unavailable("copy from " + src.place.to_string() + " to " + dst.place.to_string() + ": " +
+                             why);
+  }
+}
+
+inline void cuda_copy_check(cudaError_t status, const char* what, const memory_ref& dst,
+                            const memory_ref& src) {
+  if (status == cudaSuccess) return;
+  static_cast<void>(cudaGetLastError());
+  throw error("copy from " + src.place.to_string() + " to " + dst.place.to_string() + " failed: " + what +
+              ": " + cuda_error_text(status));
+}
+
+}  // namespace detail
+
+// Host -> device, queued on the destination's stream, so later work on that stream sees the
+// bytes. The call returns when the source may be reused: from pageable memory (what fluidk's
+// CPU allocator gives) cudaMemcpyAsync returns only after staging the bytes into driver
+// memory (CUDA's "API synchronization behavior"); a page-locked or managed source is read by
+// the DMA engine later, so for one of those the stream is synchronised before returning.
+template <>
+struct copy_traits<cpu, cuda> {
+  static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
+    cuda_context& context = detail::cuda_copy_context(dst.place.device(), dst, src);
+    const detail::cuda_device_guard guard(context.device());
+    detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
+    const void* from = detail::cuda_address(src);
+    detail::cuda_copy_check(
+        cudaMemcpyAsync(detail::cuda_address(dst), from, bytes, cudaMemcpyHostToDevice, context.stream()),
+        "cudaMemcpyAsync", dst, src);
+    cudaPointerAttributes attributes{};
+    const bool pageable = cudaPointerGetAttributes(&attributes, from) == cudaSuccess &&
+                          attributes.type == cudaMemoryTypeUnregistered;
+    static_cast<void>(cudaGetLastError());
+    if (!pageable)
+      detail::cuda_copy_check(cudaStreamSynchronize(context.stream()), "cudaStreamSynchronize", dst, src);
+  }
+};
+
+// Device -> host, queued on the source's stream (after the work that wrote the source), then
+// waited for: on return the host may read the bytes.
+template <>
+struct copy_traits<cuda, cpu> {
+  static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
+    cuda_context& context = detail::cuda_copy_context(src.place.device(), dst, src);
+    const detail::cuda_device_guard guard(context.device());
+    detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
+    detail::cuda_copy_check(cudaMemcpyAsync(detail::cuda_address(dst), detail::cuda_address(src), bytes,
+                                            cudaMemcpyDeviceToHost, context.stream()),
+                            "cudaMemcpyAsync", dst, src);
+    detail::cuda_copy_check(cudaStreamSynchronize(context.stream()), "cudaStreamSynchronize", dst, src);
+  }
+};
+
+// Device -> device. On one device: a copy queued on its stream. Across devices: the
+// destination's stream first waits for the work queued on the source's stream, then runs
+// cudaMemcpyPeerAsync (staged through the host when peer access is off); the source's stream
+// in turn waits for the copy, so later writes to the source (and cudaFree, which synchronises
+// the source device) come after the copy has read it. Either way the copy is ordered before
+// later work on the destination's stream, and the call does not block the host.
+template <>
+struct copy_traits<cuda, cuda> {
+  static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
+    const int to = dst.place.device();
+    const int from = src.place.device();
+    cuda_context& target = detail::cuda_copy_context(to, dst, src);
+    if (from == to) {
+      const detail::cuda_device_guard guard(to);
+      detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
+      detail::cuda_copy_check(cudaMemcpyAsync(detail::cuda_address(dst), detail::cuda_address(src), bytes,
+                                              cudaMemcpyDeviceToDevice, target.stream()),
+                              "cudaMemcpyAsync", dst, src);
+      return;
+    }
+    cuda_context& source = detail::cuda_copy_context(from, dst, src);
+    cudaEvent_t source_ready = nullptr;
+    cudaEvent_t copy_done = nullptr;
+    {
+      const detail::cuda_device_guard guard(from);
+      detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
+      detail::cuda_copy_check(cudaEventCreateWithFlags(&source_ready, cudaEventDisableTiming),
+                              "cudaEventCreate", dst, src);
+      const cudaError_t recorded = cudaEventRecord(source_ready, source.stream());
+      if (recorded != cudaSuccess) static_cast<void>(cudaEventDestroy(source_ready));
+      detail::cuda_copy_check(recorded, "cudaEventRecord", dst, src);
+    }
+    {
+      const detail::cuda_device_guard guard(to);
+      cudaError_t status = guard.status();
+      const char* step = "cudaSetDevice";
+      if (status == cudaSuccess) {
+        step = "cudaStreamWaitEvent";
+        status = cudaStreamWaitEvent(target.stream(), source_ready, 0);
+      }
+      // An event may be destroyed while work still waits on it: it is released once done.
+      static_cast<void>(cudaEventDestroy(source_ready));
+      if (status == cudaSuccess) {
+        step = "cudaMemcpyPeerAsync";
+        status = cudaMemcpyPeerAsync(detail::cuda_address(dst), to, detail::cuda_address(src), from, bytes,
+                                     target.stream());
+      }
+      if (status == cudaSuccess) {
+        step = "cudaEventCreate";
+        status = cudaEventCreateWithFlags(&copy_done, cudaEventDisableTiming);
+      }
+      if (status == cudaSuccess) {
+        step = "cudaEventRecord";
+        status = cudaEventRecord(copy_done, target.stream());
+        if (status != cudaSuccess) static_cast<void>(cudaEventDestroy(copy_done));
+      }
+      detail::cuda_copy_check(status, step, dst, src);
+    }
+    const detail::cuda_device_guard guard(from);
+    cudaError_t status = guard.status();
+    if (status == cudaSuccess) status = cudaStreamWaitEvent(source.stream(), copy_done, 0);
+    static_cast<void>(cudaEventDestroy(copy_done));
+    detail::cuda_copy_check(status, "cudaStreamWaitEvent", dst, src);
+  }
+};
+
+namespace detail {
+inline const bool cuda_device_registered = register_device<cuda>() && register_copy<cpu, cuda>() &&
+                                           register_copy<cuda, cpu>() && register_copy<cuda, cuda>();
 }
 
 }  // namespace fluidk
