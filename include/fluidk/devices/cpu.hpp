@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "fluidk/device.hpp"
@@ -27,6 +28,8 @@ struct device_traits<cpu> {
   static int device_count() noexcept { return 1; }
   static void* allocate(int, std::size_t bytes) {
     if (bytes == 0) return nullptr;
+    if (bytes > std::size_t(std::numeric_limits<std::ptrdiff_t>::max()))
+      throw allocation_error(cpu_place, bytes, "more than the address space can hold");
     void* memory = ::operator new(bytes, std::align_val_t(cpu_alignment), std::nothrow);
     if (memory == nullptr) throw allocation_error(cpu_place, bytes, "out of host memory");
     return memory;
