@@ -9,7 +9,7 @@
 #if !defined(FLUIDK_HAS_CUDA) || !FLUIDK_HAS_CUDA
 #error \
     "fluidk/devices/cuda.hpp needs the CUDA backend: use fluidk_cuda_dep (Meson), or define FLUIDK_HAS_CUDA=1 and link cudart, cublas and cudnn"
-#endif
+#else
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -385,3 +385,5 @@ inline const bool cuda_device_registered = register_device<cuda>() && register_c
 }
 
 }  // namespace fluidk
+
+#endif  // the backend's feature macro

@@ -5,7 +5,7 @@
 
 #if !defined(FLUIDK_HAS_ONEDNN) || !FLUIDK_HAS_ONEDNN
 #error "fluidk/devices/onednn.hpp needs the oneDNN backend: use fluidk_onednn_dep (Meson), or define FLUIDK_HAS_ONEDNN=1 and link dnnl"
-#endif
+#else
 
 #include <dnnl.hpp>
 #include <string>
@@ -69,3 +69,5 @@ inline dnnl::memory onednn_memory(const Tensor& t, const dnnl::engine& engine) {
 }
 
 }  // namespace fluidk
+
+#endif  // the backend's feature macro

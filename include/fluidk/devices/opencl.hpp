@@ -9,7 +9,7 @@
 #if !defined(FLUIDK_HAS_OPENCL) || !FLUIDK_HAS_OPENCL
 #error \
     "fluidk/devices/opencl.hpp needs the OpenCL backend: use fluidk_opencl_dep (Meson), or define FLUIDK_HAS_OPENCL=1 and link OpenCL"
-#endif
+#else
 
 // fluidk uses the OpenCL 1.2 API; without a target the Khronos headers assume 3.0 and say so.
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -368,3 +368,5 @@ inline const bool opencl_device_registered = register_device<opencl>() && regist
 }
 
 }  // namespace fluidk
+
+#endif  // the backend's feature macro

@@ -1,0 +1,4 @@
+// expect: fluidk/devices/opencl.hpp needs the OpenCL backend
+#include <fluidk/devices/opencl.hpp>
+
+int main() { return 0; }
