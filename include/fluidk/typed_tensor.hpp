@@ -27,6 +27,10 @@ class typed_tensor {
   // Checked: the tensor must be of kind P, hold T and be in layout L.
   explicit typed_tensor(Tensor tensor) : tensor_(std::move(tensor)) { check(tensor_); }
 
+  // For tensors the library itself made with this type (the result of a static transform
+  // chain): no check to repeat.
+  static typed_tensor unchecked(Tensor tensor) noexcept { return typed_tensor(std::move(tensor), unchecked_tag{}); }
+
   const Tensor& tensor() const& noexcept { return tensor_; }
   Tensor&& tensor() && noexcept { return std::move(tensor_); }
   operator const Tensor&() const noexcept { return tensor_; }
@@ -56,12 +60,19 @@ class typed_tensor {
                        : t.dtype() != data_type_of<T>         ? "the data type differs"
                        : t.layout() != L::value               ? "the layout differs"
                                                               : nullptr;
-    if (what != nullptr)
-      throw error(t.describe() + " is not a typed_tensor<" + std::string(P::name) + ", " +
-                  std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(L::value)) + ">: " + what);
+    if (what != nullptr) fail(t, what);
   }
 
  private:
+  struct unchecked_tag {};
+  typed_tensor(Tensor tensor, unchecked_tag) noexcept : tensor_(std::move(tensor)) {}
+
+  // Out of line and cold: the error text is built only when it is thrown.
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail(const Tensor& t, const char* what) {
+    throw error(t.describe() + " is not a typed_tensor<" + std::string(P::name) + ", " +
+                std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(L::value)) + ">: " + what);
+  }
+
   Tensor tensor_;
 };
 

@@ -1,0 +1,81 @@
+// The CPU's transforms: layout changes among NCHW, NHWC, nChw8c and nChw16c, casts between
+// every pair of data types, and both fused in one pass, declared as trait specialisations
+// for the static path and registered in the runtime table for the runtime path.
+#pragma once
+
+#include <type_traits>
+
+#include "fluidk/transforms/cpu_kernels.hpp"
+#include "fluidk/transforms/registry.hpp"
+#include "fluidk/transforms/traits.hpp"
+
+namespace fluidk {
+
+namespace detail {
+constexpr bool cpu_reorders(data_layout l) noexcept {
+  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c || l == data_layout::nChw16c;
+}
+// The layout pairs the CPU kernels transform directly.
+constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
+  return from != to && cpu_reorders(from) && cpu_reorders(to);
+}
+
+inline void cpu_reorder(const Tensor& src, Tensor& dst) {
+  transforms::cpu::reorder(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
+                           static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), src.dims(),
+                           size_of(src.dtype()));
+}
+inline void cpu_cast(const Tensor& src, Tensor& dst) {
+  transforms::cpu::cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.dtype(),
+                        static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.dtype(),
+                        src.storage_bytes() / size_of(src.dtype()));
+}
+inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
+  transforms::cpu::reorder_cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(), src.dtype(),
+                                static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), dst.dtype(),
+                                src.dims());
+}
+}  // namespace detail
+
+template <Layout From, Layout To>
+  requires(detail::cpu_reorderable(From::value, To::value))
+struct layout_transform<cpu, From, To> {
+  static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder(src, dst); }
+};
+
+template <DType From, DType To>
+  requires(!std::is_same_v<From, To>)
+struct cast_transform<cpu, From, To> {
+  static void run(const Tensor& src, Tensor& dst) { detail::cpu_cast(src, dst); }
+};
+
+template <Layout FromLayout, Layout ToLayout, DType From, DType To>
+  requires(detail::cpu_reorderable(FromLayout::value, ToLayout::value) && !std::is_same_v<From, To>)
+struct fused_transform<cpu, FromLayout, ToLayout, From, To> {
+  static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder_cast(src, dst); }
+};
+
+namespace detail {
+// The runtime entries for the same specialisations. The CPU's kernels take the layouts and
+// data types as values, so one function serves each kind of step: the table is filled by
+// loops rather than by instantiating thousands of templates in every translation unit.
+inline bool register_cpu_transforms() {
+  auto& registry = transform_registry::instance();
+  for (data_layout a : all_data_layouts)
+    for (data_layout b : all_data_layouts)
+      if (cpu_reorderable(a, b)) {
+        registry.add(planning::step_kind::layout, cpu::id, a, b, data_type::float32, data_type::float32,
+                     &cpu_reorder);
+        for (data_type d : all_data_types)
+          for (data_type e : all_data_types)
+            if (d != e) registry.add(planning::step_kind::fused, cpu::id, a, b, d, e, &cpu_reorder_cast);
+      }
+  for (data_type d : all_data_types)
+    for (data_type e : all_data_types)
+      if (d != e) registry.add(planning::step_kind::cast, cpu::id, data_layout::any, data_layout::any, d, e, &cpu_cast);
+  return true;
+}
+inline const bool cpu_transforms_registered = register_cpu_transforms();
+}  // namespace detail
+
+}  // namespace fluidk

@@ -1,0 +1,234 @@
+// The CPU's data-transform kernels on host memory: layout changes among NCHW, NHWC, nChw8c and
+// nChw16c, casts between every pair of data types, and both fused in one pass. Vectorised with
+// runtime dispatch (AVX-512, AVX2 + F16C, portable) and spread over OpenMP threads when the
+// user's build enables OpenMP; the transform types and the planner sit on top of these.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "fluidk/dims.hpp"
+#include "fluidk/dtype.hpp"
+#include "fluidk/error.hpp"
+#include "fluidk/layout.hpp"
+#include "fluidk/transforms/detail/cpu_convert.hpp"
+#include "fluidk/transforms/detail/cpu_isa.hpp"
+#include "fluidk/transforms/detail/cpu_layout.hpp"
+
+#if FLUIDK_DETAIL_X86_KERNELS
+#include <immintrin.h>
+
+// The engines are compiled once per level with the level's target attribute: no -mavx2 (or
+// similar) is needed in the user's build, and nothing of them runs unless the CPU has it.
+#define FLUIDK_KT __attribute__((target("avx2,f16c,fma")))
+#define FLUIDK_KNS avx2
+#define FLUIDK_KLEVEL 2
+#include "fluidk/transforms/detail/cpu_simd.ipp"
+#undef FLUIDK_KT
+#undef FLUIDK_KNS
+#undef FLUIDK_KLEVEL
+
+#define FLUIDK_KT __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl")))
+#define FLUIDK_KNS avx512
+#define FLUIDK_KLEVEL 3
+#include "fluidk/transforms/detail/cpu_simd.ipp"
+#undef FLUIDK_KT
+#undef FLUIDK_KNS
+#undef FLUIDK_KLEVEL
+#endif
+
+namespace fluidk::transforms::cpu {
+
+namespace detail {
+
+using layout_kernel = void (*)(const layout_job&, const std::byte*, std::byte*, std::int64_t,
+                               std::int64_t) noexcept;
+using range_kernel = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t) noexcept;
+
+// The vector kernel of the active level for a bit-copy layout transform, or nullptr.
+inline layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  switch (active_isa()) {
+    case isa::avx512:
+      return avx512::layout_copy_kernel(elem_size);
+    case isa::avx2:
+      return avx2::layout_copy_kernel(elem_size);
+    case isa::scalar:
+      break;
+  }
+#else
+  (void)elem_size;
+#endif
+  return nullptr;
+}
+
+inline layout_kernel vector_layout_convert(data_type from, data_type to) noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  switch (active_isa()) {
+    case isa::avx512:
+      return avx512::layout_convert_kernel(from, to);
+    case isa::avx2:
+      return avx2::layout_convert_kernel(from, to);
+    case isa::scalar:
+      break;
+  }
+#else
+  (void)from;
+  (void)to;
+#endif
+  return nullptr;
+}
+
+inline range_kernel vector_cast(data_type from, data_type to) noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  switch (active_isa()) {
+    case isa::avx512:
+      return avx512::cast_kernel(from, to);
+    case isa::avx2:
+      return avx2::cast_kernel(from, to);
+    case isa::scalar:
+      break;
+  }
+#else
+  (void)from;
+  (void)to;
+#endif
+  return nullptr;
+}
+
+[[noreturn]] inline void no_layout_transform(data_layout from, data_layout to, const dims& shape,
+                                             const std::string& why = {}) {
+  throw not_registered("no layout transform from " + std::string(name_of(from)) + " to " +
+                       std::string(name_of(to)) + " for shape " + shape.to_string() +
+                       (why.empty() ? "" : ": " + why));
+}
+
+// Elements of `layout`'s storage for `shape` (blocked layouts pad C); checks the rank.
+inline std::int64_t storage_elements(data_layout layout, const dims& shape, data_layout from,
+                                     data_layout to) {
+  const int rank = rank_of(layout);
+  if (rank != 0 && std::size_t(rank) != shape.rank())
+    no_layout_transform(from, to, shape,
+                        std::string(name_of(layout)) + " needs rank " + std::to_string(rank) +
+                            ", the shape has rank " + std::to_string(shape.rank()));
+  const int block = block_of(layout);
+  if (block == 1) return shape.numel();
+  dims padded = shape;
+  padded[1] = (shape[1] + block - 1) / block * block;
+  return padded.numel();
+}
+
+// A copy of `bytes`, shared among threads when large.
+inline void copy_bytes(const std::byte* src, std::byte* dst, std::size_t bytes, int threads) {
+  if (bytes == 0) return;
+  constexpr std::int64_t piece = 64 * 1024;
+  const std::int64_t pieces = (static_cast<std::int64_t>(bytes) + piece - 1) / piece;
+  parallel_for(pieces, threads_for(2 * static_cast<std::int64_t>(bytes), threads),
+               [&](std::int64_t begin, std::int64_t end) {
+                 const std::size_t b = std::size_t(begin * piece);
+                 const std::size_t e = std::min(bytes, std::size_t(end * piece));
+                 std::memcpy(dst + b, src + b, e - b);
+               });
+}
+
+inline void check_elem_size(std::size_t elem_size) {
+  if (copy_fn(elem_size) == nullptr)
+    throw error("layout transforms move elements of 1, 2, 4 or 8 bytes, not " + std::to_string(elem_size));
+}
+
+// A 4-D transform from -> to (different layouts), each element through `convert` (a bit copy
+// when the types are the same).
+inline void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byte* dst, data_layout to,
+                       std::size_t de, const dims& shape, layout_kernel vector, strided_fn convert,
+                       int threads) {
+  if (!is_4d_layout(from) || !is_4d_layout(to)) no_layout_transform(from, to, shape);
+  const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
+                             storage_elements(to, shape, from, to) * std::int64_t(de);
+  layout_job job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3]);
+  if (job.items() == 0) return;
+  job.prefetch = bytes >= prefetch_min_bytes;
+  const int nt = threads_for(bytes, threads);
+  split_for_threads(job, nt);
+  const strided_fn fill = copy_fn(de);
+  parallel_for(job.items(), nt, [&](std::int64_t begin, std::int64_t end) {
+    if (vector != nullptr)
+      vector(job, src, dst, begin, end);
+    else
+      run_layout_portable(job, src, se, dst, de, convert, fill, begin, end);
+  });
+}
+
+}  // namespace detail
+
+// Copies a host tensor of logical dims `shape` ([N, C, H, W] for the 4-D layouts) from layout
+// `from` to layout `to`, bit for bit, for elements of `elem_size` = 1, 2, 4 or 8 bytes. Blocked
+// layouts pad C to a multiple of the block: padding lanes are written as zeros going in and
+// dropped coming out. Every pair among NCHW, NHWC, nChw8c and nChw16c is one direct pass; the
+// same layout on both sides is a plain copy. `threads` caps the OpenMP threads (0: OpenMP's
+// default); small tensors stay on one thread. src and dst must not overlap; src is only read.
+// Throws fluidk::not_registered for a pair it cannot transform or a shape of the wrong rank.
+inline void reorder(const std::byte* src, data_layout from, std::byte* dst, data_layout to, const dims& shape,
+                    std::size_t elem_size, int threads = 0) {
+  detail::check_elem_size(elem_size);
+  if (from == to) {
+    const std::int64_t n = detail::storage_elements(from, shape, from, to);
+    detail::copy_bytes(src, dst, std::size_t(n) * elem_size, threads);
+    return;
+  }
+  detail::run_layout(src, from, elem_size, dst, to, elem_size, shape, detail::vector_layout_copy(elem_size),
+                     detail::copy_fn(elem_size), threads);
+}
+
+// Converts n elements from `from` to `to` (every pair of the 10 data types; the same type is a
+// copy). The conversion of each pair is defined in detail::convert: C++ conversions for
+// integers, round to nearest even for floating-point targets with NaN and infinities kept, and
+// for floating -> integer truncation that saturates at the target's range with NaN -> 0 (where
+// C++ would be undefined: fluidk's defined choice). Every instruction-set level gives the same
+// bytes.
+inline void cast(const std::byte* src, data_type from, std::byte* dst, data_type to, std::size_t n,
+                 int threads = 0) {
+  if (n == 0) return;
+  if (from == to) {
+    detail::copy_bytes(src, dst, n * size_of(from), threads);
+    return;
+  }
+  const detail::range_kernel vector = detail::vector_cast(from, to);
+  const detail::strided_fn convert = detail::convert_fn(from, to);
+  const std::int64_t se = std::int64_t(size_of(from)), de = std::int64_t(size_of(to));
+  const std::int64_t count = std::int64_t(n);
+  // Pieces of 64 elements keep each thread's range starting on a cache line of the target.
+  constexpr std::int64_t piece = 64;
+  const std::int64_t pieces = (count + piece - 1) / piece;
+  detail::parallel_for(pieces, detail::threads_for(count * (se + de), threads),
+                       [&](std::int64_t begin, std::int64_t end) {
+                         const std::int64_t b = begin * piece, e = std::min(count, end * piece);
+                         if (vector != nullptr)
+                           vector(src, dst, b, e);
+                         else
+                           convert(src + b * se, 1, dst + b * de, 1, e - b);
+                       });
+}
+
+// reorder and cast in one pass over the data, with no intermediate buffer: each element is
+// read once in `from` layout and `from_type` and written once in `to` layout and `to_type`.
+// Same semantics as reorder followed by cast (byte for byte); either step may be the identity.
+inline void reorder_cast(const std::byte* src, data_layout from, data_type from_type, std::byte* dst,
+                         data_layout to, data_type to_type, const dims& shape, int threads = 0) {
+  if (from_type == to_type) {
+    reorder(src, from, dst, to, shape, size_of(from_type), threads);
+    return;
+  }
+  if (from == to) {
+    const std::int64_t n = detail::storage_elements(from, shape, from, to);
+    cast(src, from_type, dst, to_type, std::size_t(n), threads);
+    return;
+  }
+  detail::run_layout(src, from, size_of(from_type), dst, to, size_of(to_type), shape,
+                     detail::vector_layout_convert(from_type, to_type),
+                     detail::convert_fn(from_type, to_type), threads);
+}
+
+}  // namespace fluidk::transforms::cpu

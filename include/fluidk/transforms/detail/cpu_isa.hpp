@@ -1,0 +1,110 @@
+// Which instruction set the CPU transform kernels run with: detected once per process, and
+// overridable so that tests and benchmarks can run every path on one machine.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fluidk/error.hpp"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
+// The vector kernels need GNU-style target attributes and x86 intrinsics; elsewhere only the
+// portable scalar path is compiled.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define FLUIDK_DETAIL_X86_KERNELS 1
+#else
+#define FLUIDK_DETAIL_X86_KERNELS 0
+#endif
+
+namespace fluidk::transforms::cpu {
+
+// Ordered: each level implies the ones before it.
+//   avx2:   AVX2 + F16C + FMA (Haswell and later).
+//   avx512: avx2 + AVX-512 F/BW/VL (Skylake-SP and later). AVX512_BF16 is deliberately not
+//           used: its VCVTNEPS2BF16 flushes subnormal inputs to zero and quiets signalling NaNs,
+//           so it cannot give fluidk::bfloat16's round-to-nearest-even results; an integer
+//           rounding sequence at memory speed can.
+enum class isa : std::uint8_t { scalar, avx2, avx512 };
+
+constexpr std::string_view name_of(isa i) noexcept {
+  switch (i) {
+    case isa::scalar:
+      return "scalar";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+namespace detail {
+inline isa detect_isa() noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  __builtin_cpu_init();
+  // Clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1 for it. (AVX2 being
+  // reported already means the OS saves the AVX state.)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)) return isa::scalar;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return isa::avx512;
+  return isa::avx2;
+#else
+  return isa::scalar;
+#endif
+}
+
+// -1: no override. Process-wide, read once per kernel call (a relaxed load costs nothing next
+// to the data a kernel moves).
+inline std::atomic<int> isa_override{-1};
+}  // namespace detail
+
+// The best level this CPU (and this build) supports; detected on first use.
+inline isa detected_isa() noexcept {
+  static const isa value = detail::detect_isa();
+  return value;
+}
+
+inline bool isa_supported(isa i) noexcept { return i <= detected_isa(); }
+
+// The level the kernels use now: the forced one if any, else the detected one.
+inline isa active_isa() noexcept {
+  const int forced = detail::isa_override.load(std::memory_order_relaxed);
+  return forced < 0 ? detected_isa() : static_cast<isa>(forced);
+}
+
+// Makes every kernel use `level` from now on, process-wide (for tests and benchmarks: the
+// results are the same bytes on every level, only the speed differs). Throws for a level
+// the CPU does not support.
+inline void force_isa(isa level) {
+  if (!isa_supported(level))
+    throw error("cannot force the " + std::string(name_of(level)) +
+                " transform kernels: this CPU supports up to " + std::string(name_of(detected_isa())));
+  detail::isa_override.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+// Back to the detected level.
+inline void reset_isa() noexcept { detail::isa_override.store(-1, std::memory_order_relaxed); }
+
+// Forces a level for the lifetime of the scope, then restores the previous choice.
+class isa_scope {
+ public:
+  explicit isa_scope(isa level) : previous_(detail::isa_override.load(std::memory_order_relaxed)) {
+    force_isa(level);
+  }
+  isa_scope(const isa_scope&) = delete;
+  isa_scope& operator=(const isa_scope&) = delete;
+  ~isa_scope() { detail::isa_override.store(previous_, std::memory_order_relaxed); }
+
+ private:
+  int previous_;
+};
+
+}  // namespace fluidk::transforms::cpu

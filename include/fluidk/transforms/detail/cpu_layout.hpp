@@ -1,0 +1,204 @@
+// How the CPU kernels cut a 4-D layout transform into independent pieces of work, how those
+// pieces are spread over OpenMP threads, and the portable (type-erased, scalar) engine that
+// runs them; the vector engines in cpu_simd.ipp run the same pieces faster.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "fluidk/layout.hpp"
+#include "fluidk/transforms/detail/cpu_convert.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace fluidk::transforms::cpu::detail {
+
+// ---- Threads -------------------------------------------------------------------------------
+
+// Below this many bytes moved (read + written) a transform stays on the calling thread: waking
+// a second thread and joining it costs a few microseconds, what ~100 KB take to move on one
+// core. Measured here (nchw -> nChw8c, 2 threads): even at ~400 KB, 1.2x faster at 512 KB,
+// 1.6x at 1 MB.
+inline constexpr std::int64_t parallel_min_bytes = std::int64_t{512} << 10;
+
+// Transforms that move at least this much prefetch in software ahead of their loads and stores;
+// smaller ones run from L2, where the prefetches would only take load slots.
+inline constexpr std::int64_t prefetch_min_bytes = std::int64_t{2} << 20;
+
+// The number of threads for a transform that moves `bytes`; `requested` > 0 caps it (the
+// benchmarks ask for exactly 1 or 2), 0 means OpenMP's default. 1 without OpenMP.
+inline int threads_for(std::int64_t bytes, int requested) noexcept {
+#ifdef _OPENMP
+  if (bytes < parallel_min_bytes || omp_in_parallel()) return 1;
+  return std::max(1, requested > 0 ? requested : omp_get_max_threads());
+#else
+  (void)bytes;
+  (void)requested;
+  return 1;
+#endif
+}
+
+// Runs fn(begin, end) over [0, items) on `threads` threads, each taking one contiguous range so
+// that each thread streams through its own part of memory.
+template <class Fn>
+void parallel_for(std::int64_t items, int threads, Fn&& fn) {
+  if (items <= 0) return;
+#ifdef _OPENMP
+  const int nt = static_cast<int>(std::min<std::int64_t>(threads, items));
+  if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+    {
+      const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+      const std::int64_t begin = items * t / count, end = items * (t + 1) / count;
+      if (begin < end) fn(begin, end);
+    }
+    return;
+  }
+#else
+  (void)threads;
+#endif
+  fn(std::int64_t{0}, items);
+}
+
+// ---- Layout transforms as pieces ---------------------------------------------------------------
+
+// Every 4-D layout here stores, for image n and channel chunk q (channels 8q .. 8q+7), the chunk's
+// elements at offset chunk(n, q) + pixel * ps + channel_in_chunk * cs:
+//   NCHW:    ps = 1, cs = H*W   (a chunk is 8 rows of pixels)
+//   NHWC:    ps = C, cs = 1     (a chunk is 8 adjacent channels of each pixel)
+//   nChw8c / nChw16c: ps = block, cs = 1, the chunk inside its block.
+// So every pair of layouts is a loop over (n, pixel range, q) of one of three 8-channel moves:
+// planar -> channels-together (an 8x8 transpose per 8 pixels), the reverse, or a copy of 8
+// adjacent channels per pixel. One decomposition serves every pair, direct, with no temporary.
+enum class side_kind : std::uint8_t { planar, channels_last, blocked };
+
+struct layout_side {
+  side_kind kind = side_kind::planar;
+  std::int64_t block = 1;     // 8 or 16 for blocked layouts
+  std::int64_t n_stride = 0;  // elements per image, padding included
+  std::int64_t ps = 1, cs = 1;
+  std::int64_t hw = 0;
+
+  constexpr std::int64_t chunk(std::int64_t n, std::int64_t q) const noexcept {
+    switch (kind) {
+      case side_kind::planar:
+        return n * n_stride + q * 8 * hw;
+      case side_kind::channels_last:
+        return n * n_stride + q * 8;
+      case side_kind::blocked:
+        return n * n_stride + (q * 8 / block) * hw * block + (q * 8) % block;
+    }
+    return 0;
+  }
+};
+
+inline bool is_4d_layout(data_layout l) noexcept {
+  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c ||
+         l == data_layout::nChw16c;
+}
+
+inline layout_side side_of(data_layout l, std::int64_t c, std::int64_t hw) noexcept {
+  layout_side s;
+  s.hw = hw;
+  switch (l) {
+    case data_layout::nhwc:
+      s.kind = side_kind::channels_last;
+      s.n_stride = c * hw;
+      s.ps = c;
+      break;
+    case data_layout::nChw8c:
+    case data_layout::nChw16c:
+      s.kind = side_kind::blocked;
+      s.block = block_of(l);
+      s.n_stride = (c + s.block - 1) / s.block * s.block * hw;
+      s.ps = s.block;
+      break;
+    default:
+      s.kind = side_kind::planar;
+      s.n_stride = c * hw;
+      s.cs = hw;
+      break;
+  }
+  return s;
+}
+
+struct layout_job {
+  layout_side s, d;
+  std::int64_t n = 0, c = 0, hw = 0;
+  std::int64_t q_count = 0;  // channel chunks written: the padded ones too for a blocked target
+  bool d_pads = false;       // the target is blocked: each chunk gets 8 lanes, zeros past C
+  bool s_padded = false;     // the source is blocked: a chunk's 8 lanes may be read past C
+  std::int64_t p_block = 0;  // pixels per piece of work (a multiple of 8, or all of them)
+  std::int64_t p_blocks = 0;
+  std::int64_t group = 1;  // planar -> channels together: full chunks moved together (1, 2 or 4)
+  bool prefetch = false;   // too large for the caches: prefetch ahead of the hardware
+
+  std::int64_t items() const noexcept { return n * p_blocks; }
+};
+
+// The pieces of from -> to for logical dims [N, C, H, W] (both layouts 4-D and different).
+inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t n, std::int64_t c,
+                                  std::int64_t hw) noexcept {
+  layout_job j;
+  j.s = side_of(from, c, hw);
+  j.d = side_of(to, c, hw);
+  j.n = n;
+  j.c = c;
+  j.hw = hw;
+  j.d_pads = j.d.kind == side_kind::blocked;
+  j.s_padded = j.s.kind == side_kind::blocked;
+  j.q_count = j.d_pads ? (c + j.d.block - 1) / j.d.block * j.d.block / 8 : (c + 7) / 8;
+  // Planar <-> blocked moves whole contiguous planes, and planar -> NHWC whole images a group of
+  // chunks at a time (fewer streams in flight than all channels at once): no pixel blocking.
+  // Gathering from NHWC (to planar or blocked) reads each pixel's channels a chunk at a time: a
+  // block of pixels keeps those lines in L1 while all chunks of the block go by.
+  const bool whole =
+      j.s.kind == side_kind::planar || (j.s.kind == side_kind::blocked && j.d.kind == side_kind::planar);
+  j.p_block = whole ? std::max<std::int64_t>(hw, 1) : 64;
+  // The chunks of a pixel that a planar source fills together: a whole nChw16c block (one cache
+  // line of float), or four chunks of an NHWC pixel (two lines; measured best on Sapphire Rapids:
+  // enough to write whole lines, few enough source rows in flight).
+  if (j.s.kind == side_kind::planar && j.d.kind == side_kind::blocked) j.group = j.d.block / 8;
+  if (j.s.kind == side_kind::planar && j.d.kind == side_kind::channels_last)
+    j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;
+  j.p_blocks = hw == 0 ? 0 : (hw + j.p_block - 1) / j.p_block;
+  return j;
+}
+
+// Makes enough pieces for `threads` threads to share (a few per thread, so that uneven images
+// still balance), by cutting the pixel range finer.
+inline void split_for_threads(layout_job& j, int threads) noexcept {
+  if (threads <= 1 || j.hw == 0) return;
+  while (j.items() < 4 * std::int64_t{threads} && j.p_block > 64) {
+    j.p_block = (j.p_block / 2 + 7) / 8 * 8;
+    j.p_blocks = (j.hw + j.p_block - 1) / j.p_block;
+  }
+}
+
+// The portable engine: each piece as runs of one channel over a pixel range, through the
+// type-erased element loop `convert` (a bit copy for plain layout transforms). `fill` copies
+// zeros (from a stride-0 source) into the padding lanes of a blocked target.
+inline void run_layout_portable(const layout_job& j, const std::byte* src, std::size_t se, std::byte* dst,
+                                std::size_t de, strided_fn convert, strided_fn fill, std::int64_t begin,
+                                std::int64_t end) noexcept {
+  alignas(8) static constexpr std::byte zeros[8]{};
+  for (std::int64_t item = begin; item < end; ++item) {
+    const std::int64_t n = item / j.p_blocks, p0 = item % j.p_blocks * j.p_block;
+    const std::int64_t len = std::min(j.p_block, j.hw - p0);
+    for (std::int64_t q = 0; q < j.q_count; ++q) {
+      const std::int64_t kv = std::clamp<std::int64_t>(j.c - 8 * q, 0, 8), kt = j.d_pads ? 8 : kv;
+      const std::int64_t so = j.s.chunk(n, q) + p0 * j.s.ps, dof = j.d.chunk(n, q) + p0 * j.d.ps;
+      for (std::int64_t k = 0; k < kv; ++k)
+        convert(src + std::size_t(so + k * j.s.cs) * se, j.s.ps, dst + std::size_t(dof + k * j.d.cs) * de,
+                j.d.ps, len);
+      for (std::int64_t k = kv; k < kt; ++k)
+        fill(zeros, 0, dst + std::size_t(dof + k * j.d.cs) * de, j.d.ps, len);
+    }
+  }
+}
+
+}  // namespace fluidk::transforms::cpu::detail

@@ -1,0 +1,621 @@
+// The vector engines of the CPU transforms, written once and compiled once per instruction set:
+// cpu_kernels.hpp includes this file with FLUIDK_KT (the target attribute), FLUIDK_KNS (the
+// namespace) and FLUIDK_KLEVEL (2: AVX2 + F16C, 3: + AVX-512 F/BW/VL) defined. Everything here
+// carries the target attribute, so that it inlines into one function per kernel and the binary
+// still runs, through the portable path, on CPUs without these instructions.
+//
+// Every element conversion here gives the same bits as detail::convert (the tests check every
+// path against it): the hardware conversions are used where they agree and patched where they
+// do not (signalling NaNs, which F16C quiets).
+
+// The small helpers must inline into the kernels (GCC otherwise keeps some, such as the
+// transposes, as calls that pass eight registers through memory).
+#define FLUIDK_KTI FLUIDK_KT __attribute__((always_inline))
+
+namespace fluidk::transforms::cpu::detail::FLUIDK_KNS {
+
+// Eight elements in the eight 32-bit lanes of a ymm register: raw bits for bit copies, a float
+// for conversions among float, float16 and bfloat16 (exact for both half types).
+using v8 = __m256;
+
+FLUIDK_KTI inline __m128i pack32to16(__m256i x) noexcept {
+#if FLUIDK_KLEVEL >= 3
+  // The zero-masking form: the plain one trips GCC 12's -Wmaybe-uninitialized in its header.
+  return _mm256_maskz_cvtepi32_epi16(0xFF, x);
+#else
+  // The lanes hold values below 2^16, so unsigned saturation is a plain truncation.
+  const __m256i packed = _mm256_packus_epi32(x, x);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+#endif
+}
+
+// ---- Element conversions on registers ------------------------------------------------------------
+
+// binary16 (in the 16-bit lanes of h) to float. VCVTPH2PS quiets signalling NaNs; fluidk keeps
+// every NaN's bits (so round trips are exact). NaNs are rare: the fix-up sits behind one
+// well-predicted branch.
+FLUIDK_KTI inline v8 f16_to_f32(__m128i h) noexcept {
+  v8 f = _mm256_cvtph_ps(h);
+  const v8 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
+  if (!_mm256_testz_ps(nan, nan)) {
+    const __m256i h32 = _mm256_cvtepu16_epi32(h);
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h32, _mm256_set1_epi32(0x8000)), 16);
+    const __m256i mant = _mm256_slli_epi32(_mm256_and_si256(h32, _mm256_set1_epi32(0x3FF)), 13);
+    const __m256i exact = _mm256_or_si256(_mm256_or_si256(sign, mant), _mm256_set1_epi32(0x7F800000));
+    f = _mm256_blendv_ps(f, _mm256_castsi256_ps(exact), nan);
+  }
+  return f;
+}
+
+// float to binary16, round to nearest even (the immediate makes it independent of MXCSR).
+// VCVTPS2PH quiets signalling NaNs; fluidk keeps the top of the payload as it is and sets the
+// quiet bit only where the payload would otherwise vanish.
+FLUIDK_KTI inline __m128i f32_to_f16(v8 v) noexcept {
+  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const v8 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  if (!_mm256_testz_ps(nan, nan)) {
+    const __m256i b = _mm256_castps_si256(v);
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(b, 13), _mm256_set1_epi32(0x3FF));
+    top = _mm256_or_si256(
+        top, _mm256_and_si256(_mm256_cmpeq_epi32(top, _mm256_setzero_si256()), _mm256_set1_epi32(0x200)));
+    const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000));
+    const __m256i exact = _mm256_or_si256(_mm256_or_si256(sign, top), _mm256_set1_epi32(0x7C00));
+    h = pack32to16(_mm256_blendv_epi8(_mm256_cvtepu16_epi32(h), exact, _mm256_castps_si256(nan)));
+  }
+  return h;
+}
+
+// float to bfloat16, round to nearest even on the bits: adding 0x7FFF plus the lowest kept bit
+// carries into the kept half exactly when the dropped half is above the tie, or at the tie with
+// an odd kept half; a carry out of the significand moves into the exponent, up to infinity, as
+// it must. Subnormals round like normals (same exponent range); AVX512_BF16 would flush them.
+// A NaN keeps its sign and top payload bits, with the quiet bit set if those are all zero.
+FLUIDK_KTI inline __m128i f32_to_bf16(v8 v) noexcept {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+  const v8 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  if (!_mm256_testz_ps(nan, nan)) {
+    const __m256i top = _mm256_srli_epi32(b, 16);
+    const __m256i empty =
+        _mm256_cmpeq_epi32(_mm256_and_si256(top, _mm256_set1_epi32(0x7F)), _mm256_setzero_si256());
+    const __m256i exact = _mm256_or_si256(top, _mm256_and_si256(empty, _mm256_set1_epi32(0x40)));
+    r = _mm256_blendv_epi8(r, exact, _mm256_castps_si256(nan));
+  }
+  return pack32to16(r);
+}
+
+#if FLUIDK_KLEVEL >= 3
+// The same three conversions on sixteen lanes, for the cast loops.
+using v16 = __m512;
+
+// The zero-masking forms of these, with every lane kept: the plain forms pass an undefined
+// vector that trips GCC 12's -Wmaybe-uninitialized (GCC bug 105593) in users' -Werror builds.
+FLUIDK_KTI inline __m512i sll32(__m512i a, unsigned n) noexcept {
+  return _mm512_maskz_slli_epi32(0xFFFF, a, n);
+}
+FLUIDK_KTI inline __m512i srl32(__m512i a, unsigned n) noexcept {
+  return _mm512_maskz_srli_epi32(0xFFFF, a, n);
+}
+FLUIDK_KTI inline __m512i widen16(__m256i h) noexcept { return _mm512_maskz_cvtepu16_epi32(0xFFFF, h); }
+FLUIDK_KTI inline __m256i narrow32(__m512i x) noexcept { return _mm512_maskz_cvtepi32_epi16(0xFFFF, x); }
+
+FLUIDK_KTI inline v16 f16_to_f32(__m256i h) noexcept {
+  v16 f = _mm512_maskz_cvtph_ps(0xFFFF, h);
+  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  if (nan != 0) {
+    const __m512i h32 = widen16(h);
+    const __m512i sign = sll32(_mm512_and_si512(h32, _mm512_set1_epi32(0x8000)), 16);
+    const __m512i mant = sll32(_mm512_and_si512(h32, _mm512_set1_epi32(0x3FF)), 13);
+    const __m512i exact = _mm512_or_si512(_mm512_or_si512(sign, mant), _mm512_set1_epi32(0x7F800000));
+    f = _mm512_mask_blend_ps(nan, f, _mm512_castsi512_ps(exact));
+  }
+  return f;
+}
+FLUIDK_KTI inline __m256i f32_to_f16(v16 v) noexcept {
+  __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (nan != 0) {
+    const __m512i b = _mm512_castps_si512(v);
+    const __m512i top = _mm512_and_si512(srl32(b, 13), _mm512_set1_epi32(0x3FF));
+    const __mmask16 empty = _mm512_cmpeq_epi32_mask(top, _mm512_setzero_si512());
+    const __m512i quiet = _mm512_mask_or_epi32(top, empty, top, _mm512_set1_epi32(0x200));
+    const __m512i sign = _mm512_and_si512(srl32(b, 16), _mm512_set1_epi32(0x8000));
+    const __m512i exact = _mm512_or_si512(_mm512_or_si512(sign, quiet), _mm512_set1_epi32(0x7C00));
+    h = _mm256_mask_blend_epi16(nan, h, narrow32(exact));
+  }
+  return h;
+}
+FLUIDK_KTI inline __m256i f32_to_bf16(v16 v) noexcept {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(srl32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = srl32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (nan != 0) {
+    const __m512i top = srl32(b, 16);
+    const __mmask16 empty = _mm512_mask_cmpeq_epi32_mask(nan, _mm512_and_si512(top, _mm512_set1_epi32(0x7F)),
+                                                         _mm512_setzero_si512());
+    r = _mm512_mask_mov_epi32(r, nan, top);
+    r = _mm512_mask_or_epi32(r, empty, r, _mm512_set1_epi32(0x40));
+  }
+  return narrow32(r);
+}
+#endif
+
+// ---- Readers: elements from memory into 32-bit lanes ------------------------------------------------
+// load(p): 8 elements at p. load2(a, b): 4 elements at a into lanes 0-3 and 4 at b into lanes
+// 4-7, which lets a transpose take its 128-bit lane crossing from the loads for free.
+
+FLUIDK_KTI inline __m128i load_half_pair16(const std::byte* a, const std::byte* b) noexcept {
+  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+}
+FLUIDK_KTI inline __m128i load16(const std::byte* p) noexcept {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+struct rd_b32 {
+  using scalar_t = std::uint32_t;
+  static constexpr std::int64_t size = 4;
+  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
+  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(reinterpret_cast<const float*>(a))),
+                                _mm_loadu_ps(reinterpret_cast<const float*>(b)), 1);
+  }
+};
+struct rd_f32 : rd_b32 {
+  using scalar_t = float;
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept { return _mm512_loadu_ps(p); }
+#endif
+};
+struct rd_b16 {
+  using scalar_t = std::uint16_t;
+  static constexpr std::int64_t size = 2;
+  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+    return _mm256_castsi256_ps(_mm256_cvtepu16_epi32(FLUIDK_KNS::load16(p)));
+  }
+  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+    return _mm256_castsi256_ps(_mm256_cvtepu16_epi32(load_half_pair16(a, b)));
+  }
+};
+struct rd_b8 {
+  using scalar_t = std::uint8_t;
+  static constexpr std::int64_t size = 1;
+  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+    return _mm256_castsi256_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+    std::int32_t x, y;
+    std::memcpy(&x, a, 4);
+    std::memcpy(&y, b, 4);
+    return _mm256_castsi256_ps(
+        _mm256_cvtepu8_epi32(_mm_unpacklo_epi32(_mm_cvtsi32_si128(x), _mm_cvtsi32_si128(y))));
+  }
+};
+struct rd_f16 {
+  using scalar_t = float16;
+  static constexpr std::int64_t size = 2;
+  FLUIDK_KTI static v8 load(const std::byte* p) noexcept { return f16_to_f32(FLUIDK_KNS::load16(p)); }
+  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+    return f16_to_f32(load_half_pair16(a, b));
+  }
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept {
+    return f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+#endif
+};
+struct rd_bf16 {
+  using scalar_t = bfloat16;
+  static constexpr std::int64_t size = 2;
+  // bfloat16 is the top half of a float: widening is a shift, exact for every encoding.
+  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(FLUIDK_KNS::load16(p)), 16));
+  }
+  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_half_pair16(a, b)), 16));
+  }
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(sll32(widen16(h), 16));
+  }
+#endif
+};
+
+// ---- Writers: 32-bit lanes into elements in memory -------------------------------------------------
+// store(p, v) writes 8 elements (store16: 16 elements, from a zmm register).
+
+struct wr_b32 {
+  using scalar_t = std::uint32_t;
+  static constexpr std::int64_t size = 4;
+  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
+    _mm256_storeu_ps(reinterpret_cast<float*>(p), v);
+  }
+  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+    store(p, a);
+    store(p + 32, b);
+  }
+};
+struct wr_f32 : wr_b32 {
+  using scalar_t = float;
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept { _mm512_storeu_ps(p, v); }
+#endif
+};
+// Writers of 16-bit elements: pack(v) gives the 16 bytes to write.
+template <class Self>
+struct wr_16bit {
+  static constexpr std::int64_t size = 2;
+  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Self::pack(v));
+  }
+  // 16 elements as one 32-byte store.
+  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(Self::pack(b), Self::pack(a)));
+  }
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), Self::pack(v));
+  }
+#endif
+};
+struct wr_b16 : wr_16bit<wr_b16> {
+  using scalar_t = std::uint16_t;
+  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return pack32to16(_mm256_castps_si256(v)); }
+};
+struct wr_f16 : wr_16bit<wr_f16> {
+  using scalar_t = float16;
+  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return f32_to_f16(v); }
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static __m256i pack(v16 v) noexcept { return f32_to_f16(v); }
+#endif
+};
+struct wr_bf16 : wr_16bit<wr_bf16> {
+  using scalar_t = bfloat16;
+  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return f32_to_bf16(v); }
+#if FLUIDK_KLEVEL >= 3
+  FLUIDK_KTI static __m256i pack(v16 v) noexcept { return f32_to_bf16(v); }
+#endif
+};
+struct wr_b8 {
+  using scalar_t = std::uint8_t;
+  static constexpr std::int64_t size = 1;
+  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
+#if FLUIDK_KLEVEL >= 3
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm256_maskz_cvtepi32_epi8(0xFF, _mm256_castps_si256(v)));
+#else
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(x, x), _mm256_setzero_si256());
+    const __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_unpacklo_epi32(lo, hi));
+#endif
+  }
+  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+    store(p, a);
+    store(p + 8, b);
+  }
+};
+
+// Asks for the line at p + offset bytes ahead of use, without forming a pointer past the end of
+// anything (a prefetch never faults). Prefetching the *target* lines is what pays here: a store
+// to a line that is not in L1 waits for its read-for-ownership, and the hardware prefetchers do
+// not run far enough ahead of several interleaved store streams. Measured on Sapphire Rapids,
+// 3-6% over no prefetch for the transposes, and as good as non-temporal stores for NCHW -> NHWC
+// while the result stays in the caches for the next kernel.
+FLUIDK_KTI inline void prefetch(const std::byte* p, std::int64_t offset) noexcept {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(offset)),
+               _MM_HINT_T0);
+}
+
+template <class R, class W>
+FLUIDK_KTI inline void convert_one(const std::byte* s, std::byte* d) noexcept {
+  store_elem<typename W::scalar_t>(d, convert<typename W::scalar_t>(load_elem<typename R::scalar_t>(s)));
+}
+
+// ---- Transposes ------------------------------------------------------------------------------
+
+// An 8x8 block of 32-bit lanes loaded as a[k] = [row k, cols 0-3 | row k+4, cols 0-3] and
+// a[4+k] = the same for cols 4-7 (k < 4) becomes its columns: a[j] = column j. Two rounds of
+// in-lane shuffles (16) instead of three (24): the lane crossing came with the loads.
+FLUIDK_KTI inline void transpose_halves(v8* a) noexcept {
+#pragma GCC unroll 8
+  for (int h = 0; h < 8; h += 4) {
+    const v8 t0 = _mm256_unpacklo_ps(a[h], a[h + 1]), t1 = _mm256_unpackhi_ps(a[h], a[h + 1]);
+    const v8 t2 = _mm256_unpacklo_ps(a[h + 2], a[h + 3]), t3 = _mm256_unpackhi_ps(a[h + 2], a[h + 3]);
+    a[h] = _mm256_shuffle_ps(t0, t2, 0x44);
+    a[h + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+    a[h + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
+    a[h + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+  }
+}
+
+// Loads the 8 rows at s + k * row (k < 8) and transposes them: a[j] = column j.
+template <class R>
+FLUIDK_KTI inline void load_transposed(const std::byte* s, std::int64_t row, v8* a) noexcept {
+  constexpr std::int64_t half = 4 * R::size;
+#pragma GCC unroll 8
+  for (int k = 0; k < 4; ++k) {
+    a[k] = R::load2(s + k * row, s + (k + 4) * row);
+    a[k + 4] = R::load2(s + k * row + half, s + (k + 4) * row + half);
+  }
+  transpose_halves(a);
+}
+
+// r[i][j] -> r[j][i] from whole rows, for blocks whose missing rows are zero registers.
+FLUIDK_KTI inline void transpose8(v8* r) noexcept {
+  const v8 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const v8 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const v8 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const v8 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const v8 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const v8 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const v8 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const v8 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// ---- Layout transform (fused with a conversion when R and W differ) ---------------------------------
+
+// How far ahead of the stores the target is prefetched: about 8 KB of a target stream.
+inline constexpr std::int64_t target_ahead_bytes = 8192;
+
+// Planar -> channels together for G adjacent full chunks (8G channel rows, row stride s_row),
+// 8 pixels at a time, up to `count` pixels (a multiple of 8). The G chunks of a pixel are
+// adjacent in the target (NHWC, or the two halves of an nChw16c block), so each step fills whole
+// cache lines of 8 pixels; G = 4 for NHWC measured best on Sapphire Rapids (G = 2 or 8: 15-30%
+// slower): enough to fill lines, few enough source rows and pages in flight.
+template <class R, class W>
+FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
+                                     std::int64_t count, std::int64_t G, bool pf) noexcept {
+  const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
+  // The target lines of 8 pixels: one run of lines where the pixels are adjacent (nChw8c, and
+  // nChw16c or NHWC when the group covers them), else each pixel's lines.
+  const bool adjacent = d_px == 8 * G * W::size;
+  for (std::int64_t p = 0; p < count; p += 8) {
+    if (pf) {
+      if (adjacent) {
+        for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(d + p * d_px + line, ahead);
+      } else {
+        for (int i = 0; i < 8; ++i) {
+          for (std::int64_t line = 0; line < 8 * G * W::size; line += 64)
+            prefetch(d + (p + i) * d_px + line, ahead);
+        }
+      }
+      // The source rows as well, a line each per 16 pixels: 8 to 32 streams in flight are more than
+      // the hardware prefetcher follows well (1-2% here, more with the other core busy).
+      if (p % 16 == 0) {
+        for (std::int64_t r = 0; r < 8 * G; ++r) prefetch(s + r * s_row + p * R::size, 128);
+      }
+    }
+    // One chunk at a time: eight registers live, no spills, whatever G.
+    for (std::int64_t g = 0; g < G; ++g) {
+      v8 a[8];
+      load_transposed<R>(s + 8 * g * s_row + p * R::size, s_row, a);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) W::store(d + (p + i) * d_px + 8 * g * W::size, a[i]);
+    }
+  }
+}
+
+// The same for one chunk whose rows at or past kv are padding (read as zeros, never loaded).
+template <class R, class W>
+FLUIDK_KTI inline void gather_partial(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
+                                      std::int64_t count, std::int64_t kv, bool pf) noexcept {
+  const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
+  for (std::int64_t p = 0; p < count; p += 8) {
+    if (pf) {
+      for (int i = 0; i < 8; ++i) prefetch(d + (p + i) * d_px, ahead);
+    }
+    v8 r[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) r[k] = k < kv ? R::load(s + k * s_row + p * R::size) : _mm256_setzero_ps();
+    transpose8(r);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) W::store(d + (p + i) * d_px, r[i]);
+  }
+}
+
+// Channels together -> planar for one chunk: pixels (8 lanes each, readable even past kv) to the
+// first kv channel rows, 16 pixels at a time (a whole line of a float row per store pair), then
+// 8 at a time.
+template <class R, class W>
+FLUIDK_KTI inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std::byte* d, std::int64_t d_row,
+                                     std::int64_t count, std::int64_t kv, bool pf) noexcept {
+  std::int64_t p = 0;
+  for (; p + 16 <= count; p += 16) {
+    if (pf) {
+      // The source stream too: with another core busy the hardware prefetcher falls behind
+      // (measured: 8% faster then, 1% when the machine is quiet).
+      for (std::int64_t i = 0; i < 16; i += std::max<std::int64_t>(1, 64 / s_px))
+        prefetch(s + (p + i) * s_px, 4096);
+      for (int k = 0; k < 8; ++k)
+        if (k < kv) prefetch(d + k * d_row + p * W::size, 256);
+    }
+    v8 a[8], b[8];
+    load_transposed<R>(s + p * s_px, s_px, a);
+    load_transposed<R>(s + (p + 8) * s_px, s_px, b);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      if (k < kv) W::store2(d + k * d_row + p * W::size, a[k], b[k]);
+  }
+  if (p < count) {
+    v8 a[8];
+    load_transposed<R>(s + p * s_px, s_px, a);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      if (k < kv) W::store(d + k * d_row + p * W::size, a[k]);
+  }
+}
+
+template <class R, class W>
+FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* dst, std::int64_t begin,
+                          std::int64_t end) noexcept {
+  constexpr std::int64_t se = R::size, de = W::size;
+  const bool s_planar = j.s.kind == side_kind::planar, d_planar = j.d.kind == side_kind::planar;
+  const std::int64_t s_ps = j.s.ps * se, s_cs = j.s.cs * se, d_ps = j.d.ps * de, d_cs = j.d.cs * de;
+  alignas(32) static const std::int32_t lane_masks[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                          0,  0,  0,  0,  0,  0,  0,  0};
+  for (std::int64_t item = begin; item < end; ++item) {
+    const std::int64_t n = item / j.p_blocks, p0 = item % j.p_blocks * j.p_block;
+    const std::int64_t p1 = std::min(p0 + j.p_block, j.hw), vec = (p1 - p0) / 8 * 8;
+    std::int64_t q = 0;
+    if (s_planar && !d_planar) {
+      // Full chunks in groups whose pixels' channels are adjacent in the target.
+      const std::int64_t full = std::min(j.c / 8, j.q_count);
+      for (; q + j.group <= full; q += j.group) {
+        const std::byte* sq = src + (j.s.chunk(n, q) + p0) * se;
+        std::byte* dq = dst + (j.d.chunk(n, q) + p0 * j.d.ps) * de;
+        gather_chunks<R, W>(sq, s_cs, dq, d_ps, vec, j.group, j.prefetch);
+        // The pixels left over, element by element.
+        for (std::int64_t g = 0; g < j.group; ++g)
+          for (std::int64_t p = p0 + vec; p < p1; ++p)
+            for (std::int64_t k = 0; k < 8; ++k)
+              convert_one<R, W>(src + (j.s.chunk(n, q + g) + k * j.s.cs + p) * se,
+                                dst + (j.d.chunk(n, q + g) + p * j.d.ps + k) * de);
+      }
+    }
+    for (; q < j.q_count; ++q) {
+      const std::int64_t kv = std::clamp<std::int64_t>(j.c - 8 * q, 0, 8), kt = j.d_pads ? 8 : kv;
+      const std::byte* sq = src + j.s.chunk(n, q) * se;
+      std::byte* dq = dst + j.d.chunk(n, q) * de;
+      std::int64_t p = p0;
+      if (s_planar) {
+        if (kt == 8) {
+          gather_partial<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, d_ps, vec, kv, j.prefetch);
+          p += vec;
+        }
+      } else if (d_planar) {
+        if (kv == 8 || j.s_padded) {
+          scatter_chunk<R, W>(sq + p0 * s_ps, s_ps, dq + p0 * de, d_cs, vec, kv, j.prefetch);
+          p += vec;
+        }
+      } else if (kt == 8) {
+        // Channels together on both sides: one vector per pixel. A partial chunk read from a
+        // blocked source has its padding lanes masked, so the target's padding is zero whatever
+        // the source's padding holds.
+        if (kv == 8) {
+          for (; p < p1; ++p) W::store(dq + p * d_ps, R::load(sq + p * s_ps));
+        } else if (kv == 0) {
+          for (; p < p1; ++p) W::store(dq + p * d_ps, _mm256_setzero_ps());
+        } else if (j.s_padded) {
+          const v8 mask = _mm256_loadu_ps(reinterpret_cast<const float*>(lane_masks + 8 - kv));
+          for (; p < p1; ++p) W::store(dq + p * d_ps, _mm256_and_ps(R::load(sq + p * s_ps), mask));
+        }
+      }
+      // Pixels left over (fewer than 8), or partial chunks of an NHWC side, element by element.
+      for (; p < p1; ++p)
+        for (std::int64_t k = 0; k < kt; ++k) {
+          std::byte* out = dq + p * d_ps + k * d_cs;
+          if (k < kv)
+            convert_one<R, W>(sq + p * s_ps + k * s_cs, out);
+          else
+            store_elem<typename W::scalar_t>(out, typename W::scalar_t{});
+        }
+    }
+  }
+}
+
+// ---- Cast ---------------------------------------------------------------------------------------
+
+template <class R, class W>
+FLUIDK_KT void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin, std::int64_t end) noexcept {
+  constexpr std::int64_t se = R::size, de = W::size;
+  std::int64_t i = begin;
+#if FLUIDK_KLEVEL >= 3
+  for (; i + 32 <= end; i += 32) {
+    prefetch(dst + i * de, 4096);
+    const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
+    W::store16(dst + i * de, a);
+    W::store16(dst + (i + 16) * de, b);
+  }
+#else
+  for (; i + 32 <= end; i += 32) {
+    prefetch(dst + i * de, 4096);
+    const v8 a = R::load(src + i * se), b = R::load(src + (i + 8) * se);
+    const v8 c = R::load(src + (i + 16) * se), e = R::load(src + (i + 24) * se);
+    W::store(dst + i * de, a);
+    W::store(dst + (i + 8) * de, b);
+    W::store(dst + (i + 16) * de, c);
+    W::store(dst + (i + 24) * de, e);
+  }
+#endif
+  for (; i + 8 <= end; i += 8) W::store(dst + i * de, R::load(src + i * se));
+  for (; i < end; ++i) convert_one<R, W>(src + i * se, dst + i * de);
+}
+
+// ---- What this level accelerates -----------------------------------------------------------------
+
+using layout_fn = void (*)(const layout_job&, const std::byte*, std::byte*, std::int64_t,
+                           std::int64_t) noexcept;
+using range_fn = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t) noexcept;
+
+// Conversions among float, float16 and bfloat16 (the other pairs take the portable path).
+template <class Kernel, template <class, class> class Make>
+inline Kernel float_pair_kernel(data_type from, data_type to) noexcept {
+  using dt = data_type;
+  if (from == dt::float32 && to == dt::float16) return Make<rd_f32, wr_f16>::value;
+  if (from == dt::float32 && to == dt::bfloat16) return Make<rd_f32, wr_bf16>::value;
+  if (from == dt::float16 && to == dt::float32) return Make<rd_f16, wr_f32>::value;
+  if (from == dt::bfloat16 && to == dt::float32) return Make<rd_bf16, wr_f32>::value;
+  if (from == dt::float16 && to == dt::bfloat16) return Make<rd_f16, wr_bf16>::value;
+  if (from == dt::bfloat16 && to == dt::float16) return Make<rd_bf16, wr_f16>::value;
+  return nullptr;
+}
+template <class R, class W>
+struct make_cast {
+  static constexpr range_fn value = &run_cast<R, W>;
+};
+inline range_fn cast_kernel(data_type from, data_type to) noexcept {
+  return float_pair_kernel<range_fn, make_cast>(from, to);
+}
+
+#if FLUIDK_KLEVEL >= 3
+// Layout transforms are bound by memory, and by shuffles in the caches, where 512-bit registers
+// would not change the count much: the AVX2 kernels serve this level too, which also halves
+// what every translation unit that uses the kernels compiles.
+inline layout_fn layout_copy_kernel(std::size_t elem_size) noexcept {
+  return avx2::layout_copy_kernel(elem_size);
+}
+inline layout_fn layout_convert_kernel(data_type from, data_type to) noexcept {
+  return avx2::layout_convert_kernel(from, to);
+}
+#else
+// Bit copies: elements of 1, 2 or 4 bytes (8-byte elements take the portable path).
+inline layout_fn layout_copy_kernel(std::size_t elem_size) noexcept {
+  switch (elem_size) {
+    case 1:
+      return &run_layout<rd_b8, wr_b8>;
+    case 2:
+      return &run_layout<rd_b16, wr_b16>;
+    case 4:
+      return &run_layout<rd_b32, wr_b32>;
+    default:
+      return nullptr;
+  }
+}
+template <class R, class W>
+struct make_layout {
+  static constexpr layout_fn value = &run_layout<R, W>;
+};
+// float to and from the half types; float16 <-> bfloat16 layout transforms are rare enough to
+// take the portable path rather than cost every user's build two more kernels.
+inline layout_fn layout_convert_kernel(data_type from, data_type to) noexcept {
+  if (from != data_type::float32 && to != data_type::float32) return nullptr;
+  return float_pair_kernel<layout_fn, make_layout>(from, to);
+}
+#endif
+
+}  // namespace fluidk::transforms::cpu::detail::FLUIDK_KNS
+
+#undef FLUIDK_KTI

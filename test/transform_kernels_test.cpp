@@ -1,0 +1,595 @@
+// The CPU transform kernels: layout transforms against oneDNN's reorder and a naive reference,
+// casts against a scalar reference written here from fluidk::float16/bfloat16 and the documented
+// semantics, and the fused pass against the two steps; every case on every instruction-set level
+// this CPU supports, and none of them ever writes its source.
+#include <algorithm>
+#include <bit>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fluidk/devices/onednn.hpp>
+#include <fluidk/transforms/cpu_kernels.hpp>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace fluidk;
+namespace kernels = fluidk::transforms::cpu;
+using bytes = std::vector<std::byte>;
+
+namespace {
+
+std::vector<kernels::isa> supported_isas() {
+  std::vector<kernels::isa> out;
+  for (auto level : {kernels::isa::scalar, kernels::isa::avx2, kernels::isa::avx512})
+    if (kernels::isa_supported(level)) out.push_back(level);
+  return out;
+}
+
+bytes random_bytes(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  bytes out(n);
+  for (auto& b : out) b = std::byte(rng() & 0xFF);
+  return out;
+}
+
+// "" when equal, else where they first differ (Catch would print every byte of both).
+std::string difference(const bytes& got, const bytes& expected) {
+  if (got.size() != expected.size())
+    return "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(expected.size());
+  const auto mismatch = std::mismatch(got.begin(), got.end(), expected.begin());
+  if (mismatch.first == got.end()) return "";
+  return "first difference at byte " + std::to_string(mismatch.first - got.begin()) + ": " +
+         std::to_string(int(*mismatch.first)) + " vs " + std::to_string(int(*mismatch.second));
+}
+
+const std::byte* cp(const bytes& b) { return b.data(); }
+std::byte* mp(bytes& b) { return b.data(); }
+
+const std::vector<data_layout> layouts4d{data_layout::nchw, data_layout::nhwc, data_layout::nChw8c,
+                                         data_layout::nChw16c};
+
+// Shapes [N, C, H, W]: the channel counts of the issue (1, 3, 8, 17, 64), extents of 1, and
+// pixel counts that leave vector tails.
+const std::vector<dims> shapes{{1, 1, 1, 1},  {2, 3, 5, 7},  {1, 8, 4, 4},  {3, 17, 3, 5}, {1, 64, 7, 9},
+                               {2, 64, 1, 1}, {1, 33, 9, 1}, {4, 24, 2, 8}, {1, 16, 5, 5}, {2, 40, 6, 6}};
+
+std::int64_t padded_c(data_layout l, std::int64_t c) {
+  const std::int64_t b = block_of(l);
+  return (c + b - 1) / b * b;
+}
+
+// Element index of logical (n, c, h, w) in layout l: written out from the layouts' definitions.
+std::int64_t index_in(data_layout l, const dims& s, std::int64_t n, std::int64_t c, std::int64_t h,
+                      std::int64_t w) {
+  const std::int64_t C = s[1], H = s[2], W = s[3];
+  switch (l) {
+    case data_layout::nchw:
+      return ((n * C + c) * H + h) * W + w;
+    case data_layout::nhwc:
+      return ((n * H + h) * W + w) * C + c;
+    default: {
+      const std::int64_t b = block_of(l), cp = padded_c(l, C);
+      return (((n * (cp / b) + c / b) * H + h) * W + w) * b + c % b;
+    }
+  }
+}
+
+std::int64_t storage_of(data_layout l, const dims& s) { return s[0] * padded_c(l, s[1]) * s[2] * s[3]; }
+
+// The naive transform: every logical element moved, padding lanes of a blocked target zero; the
+// same layout is a plain copy.
+bytes naive_reorder(const bytes& src, data_layout from, data_layout to, const dims& s, std::size_t elem) {
+  if (from == to) return src;
+  bytes dst(std::size_t(storage_of(to, s)) * elem, std::byte{0});
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t c = 0; c < s[1]; ++c)
+      for (std::int64_t h = 0; h < s[2]; ++h)
+        for (std::int64_t w = 0; w < s[3]; ++w)
+          std::memcpy(&dst[std::size_t(index_in(to, s, n, c, h, w)) * elem],
+                      &src[std::size_t(index_in(from, s, n, c, h, w)) * elem], elem);
+  return dst;
+}
+
+// Runs `reorder` into a target full of garbage (so that unwritten padding shows), checking that
+// the source is left as it was.
+bytes run_reorder(const bytes& src, data_layout from, data_layout to, const dims& s, std::size_t elem,
+                  int threads = 0) {
+  const bytes before = src;
+  bytes dst(std::size_t(storage_of(to, s)) * elem, std::byte{0xAB});
+  kernels::reorder(cp(src), from, mp(dst), to, s, elem, threads);
+  REQUIRE(difference(src, before) == "");
+  return dst;
+}
+
+std::string describe(data_layout a, data_layout b, const dims& s, std::size_t elem = 4) {
+  return std::string(name_of(a)) + " -> " + std::string(name_of(b)) + " " + s.to_string() + " elem " +
+         std::to_string(elem) + " isa " + std::string(kernels::name_of(kernels::active_isa()));
+}
+
+}  // namespace
+
+TEST_CASE("layout transforms of float match oneDNN's reorder bit for bit, padding included",
+          "[transforms][onednn]") {
+  auto& ctx = onednn_context::this_thread();
+  const std::vector<std::pair<data_layout, data_layout>> pairs{
+      {data_layout::nchw, data_layout::nChw8c},  {data_layout::nChw8c, data_layout::nchw},
+      {data_layout::nchw, data_layout::nChw16c}, {data_layout::nChw16c, data_layout::nchw},
+      {data_layout::nchw, data_layout::nhwc},    {data_layout::nhwc, data_layout::nchw}};
+  std::vector<dims> cases = shapes;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 6; ++i)  // random shapes as well
+    cases.push_back({std::int64_t(rng() % 3 + 1), std::int64_t(rng() % 70 + 1), std::int64_t(rng() % 9 + 1),
+                     std::int64_t(rng() % 11 + 1)});
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (const auto& [from, to] : pairs)
+      for (const dims& s : cases) {
+        INFO(describe(from, to, s));
+        Tensor src(s, data_type::float32, cpu_place, from);
+        Tensor expected(s, data_type::float32, cpu_place, to);
+        // Random floats everywhere, the source's padding too (both must ignore it).
+        const bytes init = random_bytes(src.storage_bytes(), 11);
+        std::memcpy(src.handle(), init.data(), init.size());
+        std::memset(expected.handle(), 0xAB, expected.storage_bytes());  // oneDNN must zero the padding
+        auto sm = onednn_memory(src, ctx.engine()), dm = onednn_memory(expected, ctx.engine());
+        dnnl::reorder(sm, dm).execute(ctx.stream(), sm, dm);
+        ctx.wait();
+        const bytes got = run_reorder(init, from, to, s, 4);
+        REQUIRE(got.size() == expected.storage_bytes());
+        CHECK(std::memcmp(got.data(), expected.handle(), got.size()) == 0);
+        // The oracle really zero-fills the padding (else the comparison above would prove little).
+        if (block_of(to) > 1 && s[1] % block_of(to) != 0) {
+          const auto* e = static_cast<const std::byte*>(expected.handle());
+          CHECK(std::all_of(
+              e + std::size_t(index_in(to, s, 0, s[1] - 1, 0, 0) + 1) * 4,
+              e + std::size_t(index_in(to, s, 0, s[1] - 1, 0, 0) + block_of(to) - (s[1] - 1) % block_of(to)) *
+                      4,
+              [](std::byte b) { return b == std::byte{0}; }));
+        }
+      }
+  }
+}
+
+TEST_CASE("every pair of 4-D layouts, every element size, matches the naive transform", "[transforms]") {
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (std::size_t elem : {1, 2, 4, 8})
+      for (data_layout from : layouts4d)
+        for (data_layout to : layouts4d)
+          for (const dims& s : shapes) {
+            INFO(describe(from, to, s, elem));
+            const bytes src = random_bytes(std::size_t(storage_of(from, s)) * elem, 3);
+            CHECK(difference(run_reorder(src, from, to, s, elem), naive_reorder(src, from, to, s, elem)) ==
+                  "");
+          }
+  }
+}
+
+TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element size", "[transforms]") {
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (std::size_t elem : {1, 2, 4, 8})
+      for (data_layout blocked : {data_layout::nChw8c, data_layout::nChw16c, data_layout::nhwc})
+        for (const dims& s : shapes) {
+          INFO(describe(data_layout::nchw, blocked, s, elem));
+          const bytes src = random_bytes(std::size_t(s.numel()) * elem, 5);
+          const bytes mid = run_reorder(src, data_layout::nchw, blocked, s, elem);
+          CHECK(difference(run_reorder(mid, blocked, data_layout::nchw, s, elem), src) == "");
+        }
+  }
+}
+
+TEST_CASE("large layout transforms give the same bytes on one thread and on several",
+          "[transforms][threads]") {
+  const dims s{3, 40, 37, 41};  // above the size where a transform goes parallel, odd extents
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (data_layout from : layouts4d)
+      for (data_layout to : layouts4d) {
+        INFO(describe(from, to, s));
+        const bytes src = random_bytes(std::size_t(storage_of(from, s)) * 4, 9);
+        const bytes one = run_reorder(src, from, to, s, 4, 1);
+        CHECK(difference(run_reorder(src, from, to, s, 4, 2), one) == "");
+        CHECK(difference(one, naive_reorder(src, from, to, s, 4)) == "");
+      }
+  }
+}
+
+TEST_CASE("Fluid's layout case: NHWC [2,3,1,2] becomes NCHW [2,2,3,1], input unchanged", "[transforms]") {
+  // Logical dims [N, C, H, W] = [2, 2, 3, 1]; the NHWC tensor's memory order is N, H, W, C.
+  const dims s{2, 2, 3, 1};
+  Tensor nhwc(s, data_type::float32, cpu_place, data_layout::nhwc);
+  Tensor nchw(s, data_type::float32, cpu_place, data_layout::nchw);
+  for (int i = 0; i < 12; ++i) nhwc.data<float>()[i] = float(i);
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    std::memset(nchw.handle(), 0, nchw.storage_bytes());
+    kernels::reorder(static_cast<const std::byte*>(nhwc.handle()), data_layout::nhwc,
+                     static_cast<std::byte*>(nchw.handle()), data_layout::nchw, s, 4);
+    // NHWC memory: n0: (h0: c0 c1) (h1: c0 c1) (h2: c0 c1) = 0 1 | 2 3 | 4 5; n1: 6..11.
+    const std::vector<float> expected{0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11};
+    CHECK(std::vector<float>(nchw.data<float>(), nchw.data<float>() + 12) == expected);
+    for (int i = 0; i < 12; ++i) CHECK(nhwc.data<float>()[i] == float(i));
+  }
+}
+
+TEST_CASE("layout transforms that cannot be done say so, naming the layouts and the shape",
+          "[transforms][errors]") {
+  std::vector<std::byte> a(64), b(64);
+  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nc, {2, 3}, 4),
+                    "fluidk: no layout transform from NCHW to NC for shape [2, 3]");
+  CHECK_THROWS_AS(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nc, {2, 3}, 4), error);
+  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nhwc, {2, 3, 4}, 4),
+                    Catch::StartsWith("fluidk: no layout transform from NCHW to NHWC for shape [2, 3, 4]") &&
+                        Catch::Contains("rank 4"));
+  CHECK_THROWS_WITH(
+      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nChw8c, {1, 1, 1, 1}, 3),
+      Catch::Contains("1, 2, 4 or 8"));
+  CHECK_THROWS_WITH(kernels::reorder_cast(a.data(), data_layout::any, data_type::float32, b.data(),
+                                          data_layout::nchw, data_type::float16, {1, 2, 2, 2}),
+                    "fluidk: no layout transform from ANY_LAYOUT to NCHW for shape [1, 2, 2, 2]");
+  // The same layout is a copy, nothing to refuse.
+  std::iota(reinterpret_cast<unsigned char*>(a.data()), reinterpret_cast<unsigned char*>(a.data()) + 64, 0);
+  kernels::reorder(a.data(), data_layout::nc, b.data(), data_layout::nc, {4, 4}, 4);
+  CHECK(a == b);
+}
+
+// ---- Casts ------------------------------------------------------------------------------------------
+
+namespace {
+
+template <class T>
+constexpr bool is_half = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+template <class T>
+constexpr bool is_float = std::is_floating_point_v<T> || is_half<T>;
+
+// The documented semantics, written independently of the library's conversion code.
+template <class D, class S>
+D reference(S s) {
+  if constexpr (std::is_same_v<D, S>) {
+    return s;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    if constexpr (is_half<S>)
+      return !(float(s) == 0.0f);  // NaN != 0
+    else
+      return s != S(0);
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return D(s ? 1 : 0);
+  } else if constexpr (!is_float<S> && !is_float<D>) {
+    return static_cast<D>(s);  // modular (C++20)
+  } else if constexpr (!is_float<S>) {
+    return static_cast<D>(s);  // float16(int64) rounds once from the integer
+  } else if constexpr (!is_float<D>) {
+    const double v = static_cast<double>(s);  // exact for every floating source
+    if (std::isnan(v)) return D(0);
+    const double top = std::ldexp(1.0, std::numeric_limits<D>::digits);  // one past the maximum
+    if (v >= top) return std::numeric_limits<D>::max();
+    if (std::is_signed_v<D> ? v <= -top : v <= -1.0) return std::numeric_limits<D>::min();
+    return static_cast<D>(std::trunc(v));
+  } else if constexpr (is_half<S> && is_half<D>) {
+    return D(float(s));
+  } else {
+    return static_cast<D>(s);
+  }
+}
+
+template <class T>
+T from_bits(std::uint64_t bits) {
+  if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<double>(bits);
+  else
+    return T::from_bits(static_cast<std::uint16_t>(bits));
+}
+
+// Values of type T that exercise the conversions: limits, ties, overflow, NaN payloads,
+// subnormals, then random ones.
+template <class T>
+std::vector<T> samples(std::size_t n, std::uint32_t seed) {
+  std::vector<T> out;
+  std::mt19937_64 rng(seed);
+  if constexpr (std::is_same_v<T, bool>) {
+    for (std::size_t i = 0; i < n; ++i) out.push_back((rng() & 1) != 0);
+  } else if constexpr (std::is_integral_v<T>) {
+    using L = std::numeric_limits<T>;
+    for (T v : {T(0),    T(1),     T(2),     T(3),       L::max(), L::min(), T(L::max() - 1), T(L::min() + 1),
+                T(100),  T(127),   T(-1),    T(-128),    T(-129),  T(255),   T(256),          T(2049),
+                T(2051), T(65535), T(65536), T(16777217)})
+      out.push_back(v);
+    while (out.size() < n) {
+      const std::uint64_t r = rng();
+      out.push_back(static_cast<T>(r >> (rng() % 64)));
+    }
+  } else {
+    std::vector<double> values{0.0,
+                               -0.0,
+                               1.0,
+                               -1.0,
+                               0.5,
+                               1.5,
+                               2.5,
+                               -2.5,
+                               0.49999,
+                               127.9,
+                               128.0,
+                               -128.7,
+                               255.5,
+                               256.0,
+                               -129.0,
+                               32767.9,
+                               32768.0,
+                               65504.0,
+                               65519.9,
+                               65520.0,
+                               1e10,
+                               -1e10,
+                               2147483647.0,
+                               2147483648.0,
+                               -2147483648.0,
+                               -2147483649.0,
+                               4294967296.0,
+                               9.2233720368547758e18,
+                               -9.2233720368547758e18,
+                               1e30,
+                               1.0 / 3.0,
+                               1e-5,
+                               6e-8,
+                               1e-40,
+                               1e-310};
+    for (double v : values) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (std::fabs(v) <= std::numeric_limits<float>::max()) out.push_back(static_cast<float>(v));
+      } else if constexpr (std::is_same_v<T, double>) {
+        out.push_back(v);
+      } else {
+        out.push_back(T(v));
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      for (std::uint32_t b : {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x7FA00000u, 0x7F800001u,
+                              0x7F802000u, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x33800000u, 0x33000000u,
+                              0x33C00000u, 0x3F801000u, 0x3F803000u, 0x3F808000u, 0x3F818000u, 0x477FF000u,
+                              0x477FEFFFu, 0x7F7FFFFFu, 0x7F7F8000u, 0x387FC000u, 0x38800000u, 0x3F800FFFu})
+        out.push_back(from_bits<float>(b));
+    } else if constexpr (std::is_same_v<T, double>) {
+      for (std::uint64_t b :
+           {0x7FF0000000000000ull, 0x7FF8000000000000ull, 0x7FF4000000000000ull, 0x7FF0000000000001ull,
+            0xFFF8000000000123ull, 0x0000000000000001ull, 0x3FF0020000000000ull, 0x3FF0020000000001ull,
+            0x3FF0060000000000ull, 0x3FF0010000000000ull, 0x3FF0010000000001ull, 0x40EFFE0000000000ull})
+        out.push_back(from_bits<double>(b));
+    } else {
+      for (std::uint16_t b : {0x7C00, 0xFC00, 0x7E00, 0x7D00, 0x7C01, 0xFE01, 0x0001, 0x8001, 0x03FF, 0x0400,
+                              0x7BFF, 0x7F80, 0x7FC0, 0x7FA0, 0x7F81, 0x0080, 0x007F, 0x7F7F})
+        out.push_back(T::from_bits(b));
+    }
+    while (out.size() < n) {
+      // Random bit patterns: every exponent, NaNs and subnormals included.
+      out.push_back(from_bits<T>(rng() >> (std::is_same_v<T, double>  ? 0
+                                           : std::is_same_v<T, float> ? 32
+                                                                      : 48)));
+    }
+  }
+  out.resize(n);
+  return out;
+}
+
+template <class T>
+bytes to_bytes(const std::vector<T>& v) {
+  bytes out(v.size() * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = std::byte(v[i] ? 1 : 0);
+  } else if (!v.empty()) {
+    std::memcpy(out.data(), v.data(), out.size());
+  }
+  return out;
+}
+
+template <class S, class D>
+bytes reference_cast(const std::vector<S>& src) {
+  std::vector<D> out;
+  out.reserve(src.size());
+  for (const S& s : src) out.push_back(reference<D>(s));
+  return to_bytes(out);
+}
+
+bytes run_cast(const bytes& src, data_type from, data_type to, std::size_t n, int threads = 0) {
+  const bytes before = src;
+  bytes dst(n * size_of(to), std::byte{0xCD});
+  kernels::cast(cp(src), from, mp(dst), to, n, threads);
+  REQUIRE(difference(src, before) == "");
+  return dst;
+}
+
+template <class S, class D>
+void check_pair(std::size_t n) {
+  const std::vector<S> values = samples<S>(n, 1234 + std::uint32_t(n));
+  const bytes src = to_bytes(values), expected = reference_cast<S, D>(values);
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    INFO(std::string(name_of(data_type_of<S>))
+         << " -> " << name_of(data_type_of<D>) << ", n = " << n << ", isa " << kernels::name_of(level));
+    const bytes got = run_cast(src, data_type_of<S>, data_type_of<D>, n);
+    if (got != expected) {
+      std::size_t i = 0;
+      while (i < n && std::memcmp(&got[i * sizeof(D)], &expected[i * sizeof(D)], sizeof(D)) == 0) ++i;
+      FAIL_CHECK("first difference at element " << i);
+    }
+  }
+}
+
+template <class S>
+void check_from(std::size_t n) {
+  boost::mp11::mp_for_each<boost::mp11::mp_transform<boost::mp11::mp_identity, dtypes>>(
+      [&](auto d) { check_pair<S, typename decltype(d)::type>(n); });
+}
+
+}  // namespace
+
+TEST_CASE("casts between every pair of data types match the reference, on every path and tail",
+          "[transforms][cast]") {
+  for (std::size_t n : {0, 1, 7, 33, 1000}) {
+    boost::mp11::mp_for_each<boost::mp11::mp_transform<boost::mp11::mp_identity, dtypes>>(
+        [&](auto s) { check_from<typename decltype(s)::type>(n); });
+  }
+}
+
+TEST_CASE("long casts of the vectorised pairs match the reference", "[transforms][cast]") {
+  constexpr std::size_t n = 1000003;
+  check_pair<float, float16>(n);
+  check_pair<float, bfloat16>(n);
+  check_pair<float16, float>(n);
+  check_pair<bfloat16, float>(n);
+  check_pair<float16, bfloat16>(n);
+  check_pair<bfloat16, float16>(n);
+  check_pair<double, float16>(n);
+  check_pair<std::int32_t, float>(n);
+}
+
+TEST_CASE("the integer-division pattern survives float -> double -> int", "[transforms][cast]") {
+  const std::vector<float> f{0.f / 3, 1.f / 3, 2.f / 3, 3.f / 3, 4.f / 3, 5.f / 3};
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    const bytes d = run_cast(to_bytes(f), data_type::float32, data_type::float64, 6);
+    const bytes i = run_cast(d, data_type::float64, data_type::int32, 6);
+    std::vector<std::int32_t> out(6);
+    std::memcpy(out.data(), i.data(), i.size());
+    CHECK(out == std::vector<std::int32_t>{0, 0, 0, 1, 1, 1});
+  }
+}
+
+TEST_CASE("half-precision rounding: ties to even, overflow to infinity, NaN payloads, subnormals",
+          "[transforms][cast]") {
+  struct expect {
+    std::uint32_t in;
+    std::uint16_t f16, bf16;
+  };
+  const std::vector<expect> cases{
+      {0x3F801000, 0x3C00, 0x3F80},  // 1 + 2^-11: f16 tie -> even (1)
+      {0x3F803000, 0x3C02, 0x3F80},  // 1 + 3 * 2^-11: f16 tie -> even (1 + 2^-9)
+      {0x3F808000, 0x3C04, 0x3F80},  // 1 + 2^-8: bf16 tie -> even (1)
+      {0x3F818000, 0x3C0C, 0x3F82},  // 1 + 3 * 2^-8: bf16 tie -> even (1 + 2^-6)
+      {0x477FF000, 0x7C00, 0x4780},  // 65520: f16 overflows to infinity
+      {0x477FEFFF, 0x7BFF, 0x4780},  // just below: 65504
+      {0x7F7FFFFF, 0x7C00, 0x7F80},  // FLT_MAX: infinity in both
+      {0xFF800000, 0xFC00, 0xFF80},  // -infinity kept
+      {0x7FC00000, 0x7E00, 0x7FC0},  // quiet NaN
+      {0x7FA00000, 0x7D00, 0x7FA0},  // signalling NaN: payload kept, still signalling
+      {0x7F800001, 0x7E00, 0x7FC0},  // NaN whose payload is only in the dropped bits: quiet bit set
+      {0xFFC00001, 0xFE00, 0xFFC0},  // negative NaN keeps its sign
+      {0x33800000, 0x0001, 0x3380},  // 2^-24: smallest f16 subnormal
+      {0x33000000, 0x0000, 0x3300},  // 2^-25: tie between 0 and 2^-24 -> even (0)
+      {0x33C00000, 0x0002, 0x33C0},  // 1.5 * 2^-24: tie -> even (2 * 2^-24)
+      {0x00000001, 0x0000, 0x0000},  // float subnormal: 0 in f16, and ties to even 0 in bf16
+      {0x007FFFFF, 0x0000, 0x0080},  // largest float subnormal rounds up to bf16's smallest normal
+      {0x00018000, 0x0000, 0x0002},  // bf16 subnormal tie -> even
+  };
+  std::vector<float> in;
+  for (const auto& c : cases) in.push_back(std::bit_cast<float>(c.in));
+  for (std::size_t pad : {0, 5, 29}) {  // the same values at every position of a vector
+    std::vector<float> shifted(pad, 1.0f);
+    shifted.insert(shifted.end(), in.begin(), in.end());
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope scope(level);
+      INFO("isa " << kernels::name_of(level) << ", offset " << pad);
+      const bytes h = run_cast(to_bytes(shifted), data_type::float32, data_type::float16, shifted.size());
+      const bytes b = run_cast(to_bytes(shifted), data_type::float32, data_type::bfloat16, shifted.size());
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        std::uint16_t hv, bv;
+        std::memcpy(&hv, &h[(pad + i) * 2], 2);
+        std::memcpy(&bv, &b[(pad + i) * 2], 2);
+        INFO("input bits " << std::hex << cases[i].in);
+        CHECK(hv == cases[i].f16);
+        CHECK(bv == cases[i].bf16);
+      }
+      // Back to float: exact, NaN payloads included (a signalling NaN stays signalling).
+      const bytes hf = run_cast(h, data_type::float16, data_type::float32, shifted.size());
+      const bytes bf = run_cast(b, data_type::bfloat16, data_type::float32, shifted.size());
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        std::uint32_t x, y;
+        std::memcpy(&x, &hf[(pad + i) * 4], 4);
+        std::memcpy(&y, &bf[(pad + i) * 4], 4);
+        CHECK(x == std::bit_cast<std::uint32_t>(static_cast<float>(float16::from_bits(cases[i].f16))));
+        CHECK(y == std::uint32_t(cases[i].bf16) << 16);
+      }
+      std::vector<float> nan_back(cases.size());
+      std::memcpy(nan_back.data(), &hf[pad * 4], cases.size() * 4);
+      CHECK(std::isnan(nan_back[9]));
+      CHECK((std::bit_cast<std::uint32_t>(nan_back[9]) & 0x00400000u) == 0);  // still signalling
+    }
+  }
+}
+
+TEST_CASE("large casts give the same bytes on one thread and on several", "[transforms][cast][threads]") {
+  const std::size_t n = 700001;
+  const bytes src = to_bytes(samples<float>(n, 99));
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (data_type to : {data_type::float16, data_type::bfloat16, data_type::int8, data_type::float64})
+      CHECK(difference(run_cast(src, data_type::float32, to, n, 2),
+                       run_cast(src, data_type::float32, to, n, 1)) == "");
+  }
+}
+
+// ---- Fused --------------------------------------------------------------------------------------------
+
+TEST_CASE("reorder_cast gives the bytes of reorder then cast, in one pass", "[transforms][fused]") {
+  const std::vector<std::pair<data_type, data_type>> types{
+      {data_type::float32, data_type::float16},  {data_type::float32, data_type::bfloat16},
+      {data_type::float16, data_type::float32},  {data_type::bfloat16, data_type::float32},
+      {data_type::float16, data_type::bfloat16}, {data_type::bfloat16, data_type::float16},
+      {data_type::float64, data_type::float16},  {data_type::int32, data_type::float32},
+      {data_type::float32, data_type::int8},     {data_type::uint8, data_type::float32},
+      {data_type::boolean, data_type::float16},  {data_type::float32, data_type::float32}};
+  const std::vector<dims> odd{{1, 3, 5, 7},  {2, 17, 3, 3}, {1, 8, 4, 4},
+                              {2, 64, 3, 5}, {1, 1, 1, 1},  {3, 40, 1, 9}};
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (const auto& [ft, tt] : types)
+      for (data_layout from : layouts4d)
+        for (data_layout to : layouts4d)
+          for (const dims& s : odd) {
+            INFO(describe(from, to, s) << " " << name_of(ft) << " -> " << name_of(tt));
+            const std::size_t sn = std::size_t(storage_of(from, s)), dn = std::size_t(storage_of(to, s));
+            bytes src(sn * size_of(ft));
+            // Valid values of the source type (bool as 0/1), via a cast from random floats.
+            const bytes f = to_bytes(samples<float>(sn, 17));
+            kernels::cast(cp(f), data_type::float32, mp(src), ft, sn);
+            const bytes mid = run_reorder(src, from, to, s, size_of(ft));
+            const bytes expected = run_cast(mid, ft, tt, dn);
+            const bytes before = src;
+            bytes got(dn * size_of(tt), std::byte{0xEE});
+            kernels::reorder_cast(cp(src), from, ft, mp(got), to, tt, s);
+            CHECK(difference(src, before) == "");
+            CHECK(difference(got, expected) == "");
+          }
+  }
+}
+
+TEST_CASE("the fused path of a large tensor is the same on one thread and on several",
+          "[transforms][fused][threads]") {
+  const dims s{2, 24, 61, 67};
+  const std::size_t sn = std::size_t(storage_of(data_layout::nChw8c, s));
+  const bytes src = to_bytes(samples<float>(sn, 23));
+  bytes one(std::size_t(s.numel()) * 2), two(one.size());
+  kernels::reorder_cast(cp(src), data_layout::nChw8c, data_type::float32, mp(one), data_layout::nchw,
+                        data_type::float16, s, 1);
+  kernels::reorder_cast(cp(src), data_layout::nChw8c, data_type::float32, mp(two), data_layout::nchw,
+                        data_type::float16, s, 2);
+  CHECK(difference(one, two) == "");
+}
+
+TEST_CASE("the instruction-set level can be forced and restored", "[transforms]") {
+  const kernels::isa before = kernels::active_isa();
+  {
+    kernels::isa_scope scope(kernels::isa::scalar);
+    CHECK(kernels::active_isa() == kernels::isa::scalar);
+  }
+  CHECK(kernels::active_isa() == before);
+  if (!kernels::isa_supported(kernels::isa::avx512))
+    CHECK_THROWS_WITH(kernels::force_isa(kernels::isa::avx512), Catch::Contains("cannot force the avx512"));
+}
