@@ -1,0 +1,97 @@
+// Operator attributes: the usual kinds of Fluid's OpDesc attributes, kept in a small map
+// ordered by name, with typed access that names the operator and the attribute on error.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "fluidk/error.hpp"
+
+namespace fluidk {
+
+using attribute = std::variant<bool, std::int32_t, std::int64_t, float, double, std::string, std::vector<std::int32_t>,
+                               std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>>;
+
+// Names of the kinds, in the variant's order, for error messages and the text form.
+inline constexpr std::string_view attribute_kind_names[] = {"bool",     "int",        "int64",   "float",
+                                                            "double",   "string",     "ints",    "int64s",
+                                                            "floats",   "strings"};
+
+inline std::string_view kind_name(const attribute& a) { return attribute_kind_names[a.index()]; }
+
+template <class T>
+inline constexpr std::size_t attribute_index = [] {
+  std::size_t index = std::variant_size_v<attribute>;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::is_same_v<T, std::variant_alternative_t<I, attribute>> ? (index = I, 0) : 0), ...);
+  }(std::make_index_sequence<std::variant_size_v<attribute>>{});
+  return index;
+}();
+
+class attribute_map {
+ public:
+  attribute_map() = default;
+  attribute_map(std::initializer_list<std::pair<std::string, attribute>> entries) {
+    for (const auto& [name, value] : entries) set(name, value);
+  }
+
+  void set(std::string_view name, attribute value) {
+    const auto it = lower_bound(name);
+    if (it != entries_.end() && it->first == name)
+      it->second = std::move(value);
+    else
+      entries_.emplace(it, std::string(name), std::move(value));
+  }
+
+  const attribute* find(std::string_view name) const noexcept {
+    const auto it = lower_bound(name);
+    return it != entries_.end() && it->first == name ? &it->second : nullptr;
+  }
+  bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
+
+  // The attribute as a T; `owner` (an operator's name) goes into the error messages.
+  template <class T>
+  const T& get(std::string_view name, std::string_view owner = "") const {
+    static_assert(attribute_index<T> < std::variant_size_v<attribute>,
+                  "fluidk: attributes are bool, int32_t, int64_t, float, double, std::string, or vectors of "
+                  "int32_t, int64_t, float, std::string");
+    const attribute* a = find(name);
+    if (a == nullptr) throw error(prefix(owner) + "has no attribute '" + std::string(name) + "'");
+    if (const T* value = std::get_if<T>(a)) return *value;
+    throw error(prefix(owner) + "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) +
+                ", not " + std::string(attribute_kind_names[attribute_index<T>]));
+  }
+
+  // The attribute as a T, or `fallback` when it is absent (a wrong kind is still an error).
+  template <class T>
+  T get_or(std::string_view name, T fallback, std::string_view owner = "") const {
+    return contains(name) ? get<T>(name, owner) : fallback;
+  }
+
+  std::size_t size() const noexcept { return entries_.size(); }
+  auto begin() const noexcept { return entries_.begin(); }
+  auto end() const noexcept { return entries_.end(); }
+
+ private:
+  static std::string prefix(std::string_view owner) {
+    return owner.empty() ? std::string() : "operator '" + std::string(owner) + "' ";
+  }
+  std::vector<std::pair<std::string, attribute>>::iterator lower_bound(std::string_view name) {
+    return std::lower_bound(entries_.begin(), entries_.end(), name,
+                            [](const auto& entry, std::string_view n) { return entry.first < n; });
+  }
+  std::vector<std::pair<std::string, attribute>>::const_iterator lower_bound(std::string_view name) const {
+    return std::lower_bound(entries_.begin(), entries_.end(), name,
+                            [](const auto& entry, std::string_view n) { return entry.first < n; });
+  }
+
+  std::vector<std::pair<std::string, attribute>> entries_;
+};
+
+}  // namespace fluidk

@@ -1,0 +1,160 @@
+// What a kernel receives: the device context of its place, its inputs and outputs by slot,
+// its attributes, and the kernel key it runs as. The same type serves the static path
+// (built on the stack around typed tensors) and the runtime path (around variables).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "fluidk/attribute.hpp"
+#include "fluidk/device.hpp"
+#include "fluidk/kernel_type.hpp"
+#include "fluidk/variable.hpp"
+
+namespace fluidk {
+
+// One input or output: a variable (runtime path) or a tensor (static path).
+class kernel_arg {
+ public:
+  constexpr kernel_arg() noexcept = default;
+  constexpr kernel_arg(Variable* variable) noexcept : variable_(variable) {}
+  // An input the kernel reads.
+  constexpr kernel_arg(const Tensor* tensor) noexcept : tensor_(tensor) {}
+  // An output the kernel writes.
+  constexpr kernel_arg(Tensor* tensor) noexcept : tensor_(tensor), mutable_tensor_(tensor) {}
+
+  bool empty() const noexcept { return variable_ == nullptr && tensor_ == nullptr; }
+  Variable* variable() const noexcept { return variable_; }
+
+  // The dense tensor of the argument (a LoDTensor's tensor for a variable).
+  const Tensor& tensor() const {
+    if (tensor_ != nullptr) return *tensor_;
+    return checked_variable().template get<LoDTensor>();
+  }
+  // For outputs: the tensor to write, made a LoDTensor if the variable is empty.
+  Tensor& mutable_tensor() {
+    if (mutable_tensor_ != nullptr) return *mutable_tensor_;
+    if (tensor_ != nullptr) throw error("a kernel asked to write one of its inputs");
+    return checked_variable().template get_mutable<LoDTensor>();
+  }
+  const LoDTensor& lod_tensor() const { return checked_variable().template get<LoDTensor>(); }
+  LoDTensor& mutable_lod_tensor() { return checked_variable().template get_mutable<LoDTensor>(); }
+  const SelectedRows& selected_rows() const { return checked_variable().template get<SelectedRows>(); }
+  SelectedRows& mutable_selected_rows() { return checked_variable().template get_mutable<SelectedRows>(); }
+
+ private:
+  Variable& checked_variable() const {
+    if (variable_ == nullptr)
+      throw error(tensor_ != nullptr ? "this argument is a bare tensor; LoD and SelectedRows need a variable"
+                                     : "this argument is empty");
+    return *variable_;
+  }
+
+  Variable* variable_ = nullptr;
+  const Tensor* tensor_ = nullptr;
+  Tensor* mutable_tensor_ = nullptr;
+};
+
+// Arguments are grouped by slot: slot s holds args[offsets[s] .. offsets[s + 1]).
+struct slot_args {
+  std::span<kernel_arg> args;
+  std::span<const std::uint32_t> offsets;
+
+  std::size_t slot_count() const noexcept { return offsets.empty() ? 0 : offsets.size() - 1; }
+  std::span<kernel_arg> slot(std::size_t s) const noexcept {
+    return args.subspan(offsets[s], offsets[s + 1] - offsets[s]);
+  }
+};
+
+namespace detail {
+inline const attribute_map empty_attributes{};
+}
+
+class execution_context {
+ public:
+  execution_context(std::string_view op, std::span<const std::string_view> input_names,
+                    std::span<const std::string_view> output_names, device_context& device, kernel_key key,
+                    slot_args inputs, slot_args outputs, const attribute_map& attrs = detail::empty_attributes) noexcept
+      : op_(op),
+        input_names_(input_names),
+        output_names_(output_names),
+        device_(&device),
+        key_(key),
+        inputs_(inputs),
+        outputs_(outputs),
+        attrs_(&attrs) {}
+
+  std::string_view op_type() const noexcept { return op_; }
+  device_context& device() const noexcept { return *device_; }
+  // The backend's own context type (cuda_context, opencl_context, ...), checked.
+  template <class Context>
+  Context& device_as() const {
+    if (auto* c = dynamic_cast<Context*>(device_)) return *c;
+    throw error("operator '" + std::string(op_) + "': the kernel for " + key_.to_string() +
+                " asked for another kind of device context than " + device_->place().to_string() + " has");
+  }
+  fluidk::place place() const noexcept { return key_.place(); }
+  const kernel_key& kernel() const noexcept { return key_; }
+  const attribute_map& attributes() const noexcept { return *attrs_; }
+
+  template <class T>
+  const T& attr(std::string_view name) const {
+    return attrs_->get<T>(name, op_);
+  }
+  template <class T>
+  T attr_or(std::string_view name, T fallback) const {
+    return attrs_->get_or<T>(name, std::move(fallback), op_);
+  }
+
+  // Inputs and outputs by slot index (resolved at compile time by the operator's helpers)
+  // or by slot name.
+  std::span<kernel_arg> inputs(std::size_t slot) const noexcept { return inputs_.slot(slot); }
+  std::span<kernel_arg> outputs(std::size_t slot) const noexcept { return outputs_.slot(slot); }
+  std::span<kernel_arg> inputs(std::string_view slot) const { return inputs_.slot(index_of(slot, input_names_, "input")); }
+  std::span<kernel_arg> outputs(std::string_view slot) const {
+    return outputs_.slot(index_of(slot, output_names_, "output"));
+  }
+
+  const Tensor& input(std::size_t slot, std::size_t i = 0) const { return arg(inputs_, slot, i, "input").tensor(); }
+  const Tensor& input(std::string_view slot, std::size_t i = 0) const {
+    return arg(inputs_, index_of(slot, input_names_, "input"), i, "input").tensor();
+  }
+  Tensor& output(std::size_t slot, std::size_t i = 0) const {
+    return arg(outputs_, slot, i, "output").mutable_tensor();
+  }
+  Tensor& output(std::string_view slot, std::size_t i = 0) const {
+    return arg(outputs_, index_of(slot, output_names_, "output"), i, "output").mutable_tensor();
+  }
+  kernel_arg& input_arg(std::string_view slot, std::size_t i = 0) const {
+    return arg(inputs_, index_of(slot, input_names_, "input"), i, "input");
+  }
+  kernel_arg& output_arg(std::string_view slot, std::size_t i = 0) const {
+    return arg(outputs_, index_of(slot, output_names_, "output"), i, "output");
+  }
+
+ private:
+  std::size_t index_of(std::string_view slot, std::span<const std::string_view> names, const char* what) const {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == slot) return i;
+    throw error("operator '" + std::string(op_) + "' has no " + what + " slot '" + std::string(slot) + "'");
+  }
+  kernel_arg& arg(const slot_args& args, std::size_t slot, std::size_t i, const char* what) const {
+    if (slot >= args.slot_count() || i >= args.slot(slot).size())
+      throw error("operator '" + std::string(op_) + "': " + what + " " + std::to_string(slot) + "[" +
+                  std::to_string(i) + "] was not given");
+    return args.slot(slot)[i];
+  }
+
+  std::string_view op_;
+  std::span<const std::string_view> input_names_, output_names_;
+  device_context* device_;
+  kernel_key key_;
+  slot_args inputs_, outputs_;
+  const attribute_map* attrs_;
+};
+
+}  // namespace fluidk

@@ -1,0 +1,321 @@
+// Declaring an operator: its name, input and output slots, its kernels as one Hana map from
+// kernel_type to kernel built in one expression, and the rules for its expected kernel
+// type. `kernels_on<Place, Library>(k...)` plays the part of Fluid's REGISTER_OP_KERNEL: one
+// entry per kernel, the data type taken from the kernel, the layout from the library.
+#pragma once
+
+#include <boost/hana/at.hpp>
+#include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/map.hpp>
+#include <boost/hana/core/make.hpp>
+#include <boost/hana/unpack.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/type.hpp>
+#include <boost/mp11/algorithm.hpp>
+#include <boost/mp11/bind.hpp>
+#include <boost/mp11/list.hpp>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "fluidk/execution_context.hpp"
+#include "fluidk/kernel_type.hpp"
+
+namespace fluidk {
+
+// A kernel: a callable on an execution context.
+template <class K>
+concept Kernel = std::is_invocable_v<const K&, execution_context&>;
+
+namespace detail {
+template <class K>
+struct template_first_argument {
+  using type = void;
+};
+template <template <class, class...> class K, class T, class... Rest>
+struct template_first_argument<K<T, Rest...>> {
+  using type = T;
+};
+template <template <class, auto, auto...> class K, class T, auto V, auto... Rest>
+struct template_first_argument<K<T, V, Rest...>> {
+  using type = T;
+};
+
+template <class K>
+struct kernel_dtype_of : template_first_argument<K> {};
+template <class K>
+  requires requires { typename K::dtype; }
+struct kernel_dtype_of<K> {
+  using type = typename K::dtype;
+};
+
+template <class K>
+struct kernel_layouts_of {
+  using type = boost::mp11::mp_list<layout::any>;
+};
+template <class K>
+  requires requires { typename K::layouts; }
+struct kernel_layouts_of<K> {
+  using type = typename K::layouts;
+};
+}  // namespace detail
+
+// The data type a kernel computes in: K::dtype, else the first template argument of K
+// (relu_kernel<float> computes in float).
+template <class K>
+using kernel_dtype = typename detail::kernel_dtype_of<K>::type;
+
+// The layouts a kernel accepts: K::layouts (an Mp11 list) for a library that works in its
+// own layouts (oneDNN's blocked ones), else the wildcard.
+template <class K>
+using kernel_layouts = typename detail::kernel_layouts_of<K>::type;
+
+namespace detail {
+// An element of an operator's kernel map: a Hana Product of the key (a kernel_type, as a
+// hana type) and the kernel. hana::pair would do, but its instantiation costs several times
+// more compile time, and compile time per operator is part of fluidk's interface.
+struct kernel_map_entry_tag {};
+template <class Key, class K>
+struct kernel_map_entry {
+  using hana_tag = kernel_map_entry_tag;
+  K kernel;
+};
+
+template <class P, class Lib, class K>
+constexpr bool check_kernel_declaration() {
+  static_assert(Place<P>, "fluidk: kernels_on<Place, Library>(...): the first argument is not a place tag");
+  static_assert(Library<Lib>, "fluidk: kernels_on<Place, Library>(...): the second argument is not a library tag");
+  static_assert(DType<kernel_dtype<K>>,
+                "fluidk: cannot tell the data type of this kernel: declare `using dtype = ...;` in it or make the "
+                "data type its first template argument");
+  return Place<P> && Library<Lib> && DType<kernel_dtype<K>>;
+}
+
+// The entries of one kernel: one per layout it declares.
+template <class P, class Lib, class K, class... L>
+constexpr auto entries_of(const K& k, boost::mp11::mp_list<L...>) {
+  return boost::hana::make_basic_tuple(kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>{k}...);
+}
+
+template <class... A, class... B, std::size_t... I, std::size_t... J>
+constexpr auto concat(const boost::hana::basic_tuple<A...>& a, const boost::hana::basic_tuple<B...>& b,
+                      std::index_sequence<I...>, std::index_sequence<J...>) {
+  return boost::hana::make_basic_tuple(boost::hana::at_c<I>(a)..., boost::hana::at_c<J>(b)...);
+}
+template <class... A>
+constexpr const boost::hana::basic_tuple<A...>& concat_all(const boost::hana::basic_tuple<A...>& a) {
+  return a;
+}
+template <class... A, class... B, class... Rest>
+constexpr auto concat_all(const boost::hana::basic_tuple<A...>& a, const boost::hana::basic_tuple<B...>& b,
+                          const Rest&... rest) {
+  return concat_all(concat(a, b, std::index_sequence_for<A...>{}, std::index_sequence_for<B...>{}), rest...);
+}
+}  // namespace detail
+
+// The map entries of the kernels of one place and library, one per kernel (and per layout a
+// kernel declares), the data type taken from each kernel: Fluid's REGISTER_OP_KERNEL.
+template <class P, class Lib = library::plain, class... K>
+constexpr auto kernels_on(const K&... k) {
+  if constexpr ((detail::check_kernel_declaration<P, Lib, K>() && ...)) {
+    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))  // the common case
+      return boost::hana::make_basic_tuple(
+          detail::kernel_map_entry<kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>,
+                                   K>{k}...);
+    else
+      return detail::concat_all(detail::entries_of<P, Lib>(k, kernel_layouts<K>{})...);
+  } else {
+    return boost::hana::make_basic_tuple();
+  }
+}
+
+namespace detail {
+// True when one kernel holds the kernel type: the static_assert that uses it names the
+// kernel type and every kernel registered under it.
+template <class Key, class... Kernels>
+struct registered_once {
+  static constexpr bool value = sizeof...(Kernels) == 1;
+};
+
+template <class Entries>
+struct entry_types;
+template <class... Key, class... K>
+struct entry_types<boost::hana::basic_tuple<kernel_map_entry<Key, K>...>> {
+  using keys = boost::mp11::mp_list<Key...>;
+  using kernels = boost::mp11::mp_list<K...>;
+  using entries = boost::mp11::mp_list<boost::mp11::mp_list<Key, K>...>;
+};
+
+template <class Key>
+struct has_key {
+  template <class Entry>
+  using fn = std::is_same<boost::mp11::mp_front<Entry>, Key>;
+};
+
+// registered_once<K, the kernels registered under K...> for the first duplicated K.
+template <class Types, bool Unique = boost::mp11::mp_is_set<typename Types::keys>::value>
+struct first_duplicate {
+  using type = registered_once<void, void>;
+};
+template <class Types>
+struct first_duplicate<Types, false> {
+  using keys = typename Types::keys;
+  template <class Key>
+  using duplicated = boost::mp11::mp_bool<(boost::mp11::mp_count<keys, Key>::value > 1)>;
+  using key = boost::mp11::mp_front<boost::mp11::mp_copy_if<keys, duplicated>>;
+  using type = boost::mp11::mp_apply<
+      registered_once,
+      boost::mp11::mp_push_front<
+          boost::mp11::mp_transform<boost::mp11::mp_second, boost::mp11::mp_copy_if_q<typename Types::entries, has_key<key>>>,
+          key>>;
+};
+}  // namespace detail
+
+namespace detail {
+// Builds the map from all entries at once; the groups are unpacked one into the next, so no
+// intermediate tuple is made.
+struct make_checked_map {
+  template <class... E>
+  constexpr auto operator()(const E&... entries) const {
+    using types = entry_types<boost::hana::basic_tuple<E...>>;
+    static_assert(first_duplicate<types>::type::value,
+                  "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
+                  "named in registered_once<...>)");
+    if constexpr (boost::mp11::mp_is_set<typename types::keys>::value)
+      return boost::hana::make_map(entries...);
+    else
+      return boost::hana::make_map();
+  }
+};
+
+template <class F>
+constexpr auto merge_groups(const F& finish) {
+  return finish();
+}
+template <class F, class Group, class... Rest>
+constexpr auto merge_groups(const F& finish, const Group& group, const Rest&... rest) {
+  return boost::hana::unpack(group, [&](const auto&... entries) {
+    return merge_groups([&](const auto&... more) { return finish(entries..., more...); }, rest...);
+  });
+}
+}  // namespace detail
+
+// The kernel map of an operator, built in one expression from `kernels_on<...>(...)` groups.
+// The same kernel type registered twice is a compile error naming it and both kernels.
+template <class... Groups>
+constexpr auto make_kernels(const Groups&... groups) {
+  return detail::merge_groups(detail::make_checked_map{}, groups...);
+}
+
+// What to do when an operator has no kernel for its expected kernel type.
+enum class fallback_policy : std::uint8_t {
+  none,  // an error: at compile time in the static path, an exception at run time
+  cpu,   // the CPU kernel of the same data type (and from a oneDNN kernel to the plain one)
+};
+
+// An operator type: a name, input and output slot names, and its kernel map.
+template <class Op>
+concept Operator = requires {
+  { Op::name } -> std::convertible_to<std::string_view>;
+  Op::inputs.size();
+  Op::outputs.size();
+  Op::kernels;
+};
+
+namespace detail {
+template <class Op>
+struct operator_check {
+  static_assert(Operator<Op>,
+                "fluidk: not an operator: declare `name`, `inputs` and `outputs` (arrays of slot names) and "
+                "`kernels` (fluidk::make_kernels(...)) as static constexpr members");
+  static constexpr bool value = Operator<Op>;
+};
+
+constexpr std::size_t slot_index(std::span<const std::string_view> names, std::string_view slot) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == slot) return i;
+  return names.size();
+}
+}  // namespace detail
+
+// Operator configuration, each part optional:
+//   static constexpr std::string_view data_type_input = "X";  the input whose data type decides
+//   static constexpr std::array<std::string_view, N> no_transform_inputs{...};  never transformed
+//   static constexpr std::array<std::string_view, N> cast_inputs{...};  cast to the kernel's type
+//   using run_on = cpu;                                        the place it always runs on
+//   static constexpr fallback_policy fallback = ...;           default: none
+template <class Op>
+constexpr fallback_policy fallback_of() {
+  if constexpr (requires { Op::fallback; })
+    return Op::fallback;
+  else
+    return fallback_policy::none;
+}
+
+namespace detail {
+constexpr bool is_listed(std::string_view slot, std::span<const std::string_view> names) {
+  return slot_index(names, slot) < names.size();
+}
+}  // namespace detail
+
+template <class Op>
+constexpr bool no_transform_input(std::string_view slot) {
+  if constexpr (requires { Op::no_transform_inputs; })
+    return detail::is_listed(slot, Op::no_transform_inputs);
+  else
+    return false;
+}
+
+template <class Op>
+constexpr bool cast_input(std::string_view slot) {
+  if constexpr (requires { Op::cast_inputs; })
+    return detail::is_listed(slot, Op::cast_inputs);
+  else
+    return false;
+}
+
+template <class Op>
+constexpr std::size_t data_type_input_index() {
+  if constexpr (requires { Op::data_type_input; }) {
+    constexpr std::size_t i = detail::slot_index(Op::inputs, Op::data_type_input);
+    static_assert(i < Op::inputs.size(), "fluidk: data_type_input names no input slot of the operator");
+    return i;
+  } else {
+    return Op::inputs.size();  // none: every input decides, and all must agree
+  }
+}
+
+}  // namespace fluidk
+
+// kernel_map_entry as a Hana Product: first is the key (a hana type), second the kernel.
+template <>
+struct boost::hana::first_impl<fluidk::detail::kernel_map_entry_tag> {
+  template <class Key, class K>
+  static constexpr boost::hana::basic_type<Key> apply(const fluidk::detail::kernel_map_entry<Key, K>&) noexcept {
+    return {};
+  }
+};
+template <>
+struct boost::hana::second_impl<fluidk::detail::kernel_map_entry_tag> {
+  template <class Key, class K>
+  static constexpr const K& apply(const fluidk::detail::kernel_map_entry<Key, K>& e) noexcept {
+    return e.kernel;
+  }
+  template <class Key, class K>
+  static constexpr K& apply(fluidk::detail::kernel_map_entry<Key, K>& e) noexcept {
+    return e.kernel;
+  }
+};
+template <>
+struct boost::hana::make_impl<fluidk::detail::kernel_map_entry_tag> {
+  template <class Key, class K>
+  static constexpr auto apply(Key&&, K&& kernel) {
+    return fluidk::detail::kernel_map_entry<typename std::decay_t<Key>::type, std::decay_t<K>>{static_cast<K&&>(kernel)};
+  }
+};

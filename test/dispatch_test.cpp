@@ -1,0 +1,449 @@
+// Kernel registration and dispatch: one Hana map per operator, the static path resolved at
+// compile time, the runtime table generated from the same map, the expected-kernel-type
+// rules, fallback policy, listing and explain.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <fluidk/runtime_dispatch.hpp>
+#include <fluidk/scope.hpp>
+#include <fluidk/static_dispatch.hpp>
+#include <fluidk/transforms/cpu.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+#if defined(FLUIDK_HAS_CUDA) && FLUIDK_HAS_CUDA
+#include <fluidk/devices/cuda.hpp>
+#endif
+
+using namespace fluidk;
+
+// A second place, declared as a user would, simulated in host memory: the selection tests
+// need a place other than the CPU without running device code.
+struct npu {
+  using place_tag = npu;
+  static constexpr place_kind_id id = 4;
+  static constexpr std::string_view name = "npu";
+  static constexpr bool has_device_id = true;
+  static constexpr bool host_accessible = false;
+};
+class npu_context final : public device_context {
+ public:
+  explicit npu_context(int device) : device_(device) {}
+  fluidk::place place() const noexcept override { return place::of<npu>(device_); }
+  void wait() override {}
+
+ private:
+  int device_;
+};
+template <>
+struct fluidk::device_traits<npu> {
+  using context_type = npu_context;
+  static int device_count() noexcept { return 2; }
+  static void* allocate(int device, std::size_t bytes) { return device_traits<cpu>::allocate(device, bytes); }
+  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
+    device_traits<cpu>::deallocate(device, handle, bytes);
+  }
+};
+template <>
+struct fluidk::copy_traits<cpu, npu> : copy_traits<cpu, cpu> {};
+template <>
+struct fluidk::copy_traits<npu, cpu> : copy_traits<cpu, cpu> {};
+template <>
+struct fluidk::copy_traits<npu, npu> : copy_traits<cpu, cpu> {};
+static const bool npu_registered =
+    register_device<npu>() && register_copy<cpu, npu>() && register_copy<npu, cpu>() && register_copy<npu, npu>();
+
+namespace {
+// Which kernel ran last, and with which key.
+thread_local std::string last_kernel;
+thread_local kernel_key last_key;
+
+template <class T>
+struct conv_plain {
+  void operator()(execution_context& ctx) const {
+    last_kernel = "cpu plain";
+    last_key = ctx.kernel();
+  }
+};
+template <class T>
+struct conv_onednn {
+  using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
+  void operator()(execution_context& ctx) const {
+    last_kernel = "cpu onednn";
+    last_key = ctx.kernel();
+  }
+};
+template <class T>
+struct conv_npu {
+  void operator()(execution_context& ctx) const {
+    last_kernel = "npu plain";
+    last_key = ctx.kernel();
+  }
+};
+template <class T>
+struct conv_npu_dnn {
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    last_kernel = "npu cudnn";
+    last_key = ctx.kernel();
+  }
+};
+
+// Fluid's multi-kernel case: CPU plain, CPU oneDNN, accelerator plain and accelerator with
+// its vendor library.
+struct conv2d {
+  static constexpr std::string_view name = "conv2d_test";
+  static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
+  static constexpr std::array<std::string_view, 1> outputs{"Output"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
+                                               fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
+                                               fluidk::kernels_on<npu>(conv_npu<float>{}),
+                                               fluidk::kernels_on<npu, library::cudnn>(conv_npu_dnn<float>{}));
+};
+
+// Elementwise: doubles its input; CPU float and double only.
+template <class T>
+struct scale_cpu {
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.output(0);
+    out = Tensor(x.dims(), x.dtype(), ctx.place(), x.layout());
+    for (std::int64_t i = 0; i < x.numel(); ++i) out.data<T>()[i] = x.data<T>()[i] * T(2);
+    last_kernel = "scale cpu";
+    last_key = ctx.kernel();
+  }
+};
+struct scale_none {
+  static constexpr std::string_view name = "scale_no_fallback";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(scale_cpu<float>{}, scale_cpu<double>{}));
+};
+struct scale_fallback : scale_none {
+  static constexpr std::string_view name = "scale_with_fallback";
+  static constexpr fallback_policy fallback = fallback_policy::cpu;
+};
+
+// cross_entropy: float logits decide the data type; int64 labels are exempt from transforms.
+template <class T>
+struct cross_entropy_cpu {
+  void operator()(execution_context& ctx) const {
+    last_kernel = "cross_entropy " + std::string(name_of(data_type_of<T>));
+    last_key = ctx.kernel();
+  }
+};
+struct cross_entropy {
+  static constexpr std::string_view name = "cross_entropy_test";
+  static constexpr std::array<std::string_view, 2> inputs{"Logits", "Label"};
+  static constexpr std::array<std::string_view, 1> outputs{"Loss"};
+  static constexpr std::string_view data_type_input = "Logits";
+  static constexpr std::array<std::string_view, 1> no_transform_inputs{"Label"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(cross_entropy_cpu<float>{}, cross_entropy_cpu<double>{}),
+                                               fluidk::kernels_on<npu>(cross_entropy_cpu<float>{}));
+};
+
+// An operator whose kernel wants its second input cast to the kernel's data type.
+template <class T>
+struct add_cpu {
+  void operator()(execution_context& ctx) const {
+    last_kernel = std::string(name_of(ctx.input(0).dtype())) + "+" + std::string(name_of(ctx.input(1).dtype()));
+    last_key = ctx.kernel();
+  }
+};
+struct add_cast {
+  static constexpr std::string_view name = "add_cast_test";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "Y"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr std::string_view data_type_input = "X";
+  static constexpr std::array<std::string_view, 1> cast_inputs{"Y"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(add_cpu<float>{}));
+};
+
+// crf_decoding runs on the CPU whatever the program's place.
+struct crf_decoding {
+  static constexpr std::string_view name = "crf_decoding_test";
+  static constexpr std::array<std::string_view, 1> inputs{"Emission"};
+  static constexpr std::array<std::string_view, 1> outputs{"Path"};
+  using run_on = cpu;
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(scale_cpu<float>{}));
+};
+
+const operator_info& conv_info = register_operator<conv2d>();
+const operator_info& scale_none_info = register_operator<scale_none>();
+const operator_info& scale_fallback_info = register_operator<scale_fallback>();
+const operator_info& cross_entropy_info = register_operator<cross_entropy>();
+const operator_info& add_cast_info = register_operator<add_cast>();
+const operator_info& crf_info = register_operator<crf_decoding>();
+
+// Runs the chosen kernel entry on a context of the CPU (selection is what is tested).
+kernel_choice select_and_call(const operator_info& op, const kernel_key& expected,
+                              data_layout preferred = data_layout::any) {
+  const kernel_choice choice = choose_kernel(op, expected, preferred);
+  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(cpu_place), choice.chosen, {}, {});
+  last_kernel.clear();
+  (*choice.entry)(context);
+  return choice;
+}
+
+Tensor filled(const dims& shape, data_type dtype, const place& where = cpu_place, data_layout layout = data_layout::any) {
+  Tensor t(shape, dtype, cpu_place, layout);
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == data_type::float32) t.data<float>()[i] = float(i);
+    if (dtype == data_type::float64) t.data<double>()[i] = double(i);
+    if (dtype == data_type::int64) t.data<std::int64_t>()[i] = i;
+  }
+  return where == cpu_place ? t : copy_to(t, where);
+}
+}  // namespace
+
+static_assert(decltype(boost::hana::length(conv2d::kernels))::value == 6);  // oneDNN: one entry per layout
+
+TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs", "[dispatch]") {
+  struct expectation {
+    kernel_key expected;
+    std::string kernel;
+    data_layout layout;
+  };
+  const expectation cases[] = {
+      {kernel_type<cpu, float>::key(), "cpu plain", data_layout::any},
+      {kernel_type<cpu, double>::key(), "cpu plain", data_layout::any},
+      {kernel_type<cpu, float, layout::any, library::onednn>::key(), "cpu onednn", data_layout::nChw8c},
+      {kernel_type<npu, float>::key(1), "npu plain", data_layout::any},
+      {kernel_type<npu, float, layout::any, library::cudnn>::key(1), "npu cudnn", data_layout::nchw},
+  };
+  for (const expectation& c : cases) {
+    INFO(c.expected.to_string());
+    const kernel_choice choice = select_and_call(conv_info, c.expected);
+    CHECK(last_kernel == c.kernel);
+    CHECK(choice.chosen.layout() == c.layout);
+    CHECK(identical(choice.chosen.with_layout(data_layout::any), c.expected));  // the device id is kept
+    CHECK_FALSE(choice.fell_back);
+  }
+  // The oneDNN kernel declared both blocked layouts: the input's own layout is preferred.
+  CHECK(select_and_call(conv_info, kernel_type<cpu, float, layout::any, library::onednn>::key(), data_layout::nChw16c)
+            .chosen.layout() == data_layout::nChw16c);
+  // The same selections at compile time.
+  using input = typed_tensor<cpu, float, layout::nchw>;
+  static_assert(std::is_same_v<static_kernel_type<conv2d, target<npu, library::cudnn>, input, input>,
+                               kernel_type<npu, float, layout::nchw, library::cudnn>>);
+  static_assert(std::is_same_v<static_kernel_type<conv2d, target<npu>, input, input>, kernel_type<npu, float>>);
+  static_assert(std::is_same_v<static_kernel_type<conv2d, target<cpu, library::onednn>, input, input>,
+                               kernel_type<cpu, float, layout::nChw8c, library::onednn>>);
+  static_assert(std::is_same_v<static_kernel_type<conv2d, target<cpu, library::onednn>,
+                                                  typed_tensor<cpu, float, layout::nChw16c>, input>,
+                               kernel_type<cpu, float, layout::nChw16c, library::onednn>>);
+  static_assert(std::is_same_v<
+                static_kernel_type<conv2d, target<cpu>, typed_tensor<cpu, double>, typed_tensor<cpu, double>>,
+                kernel_type<cpu, double>>);
+}
+
+#if defined(FLUIDK_HAS_CUDA) && FLUIDK_HAS_CUDA
+namespace {
+template <class T>
+struct conv_cuda {
+  void operator()(execution_context&) const {}
+};
+template <class T>
+struct conv_cudnn {
+  void operator()(execution_context&) const {}
+};
+struct conv2d_cuda {
+  static constexpr std::string_view name = "conv2d_cuda_test";
+  static constexpr std::array<std::string_view, 1> inputs{"Input"};
+  static constexpr std::array<std::string_view, 1> outputs{"Output"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<float>{}), fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
+                   fluidk::kernels_on<cuda>(conv_cuda<float>{}), fluidk::kernels_on<cuda, library::cudnn>(conv_cudnn<float>{}));
+};
+}  // namespace
+
+TEST_CASE("with CUDA compiled in, an expected key of CUDA + cuDNN selects the cuDNN kernel", "[dispatch][cuda]") {
+  const operator_info& op = register_operator<conv2d_cuda>();
+  const kernel_choice choice = choose_kernel(op, kernel_type<cuda, float, layout::any, library::cudnn>::key(0));
+  CHECK(choice.chosen == kernel_type<cuda, float, layout::any, library::cudnn>::key());
+  CHECK(choice.entry->kernel == &boost::hana::at_key(conv2d_cuda::kernels,
+                                                     boost::hana::type_c<kernel_type<cuda, float, layout::any,
+                                                                                     library::cudnn>>));
+  using input = typed_tensor<cpu, float, layout::nchw>;
+  static_assert(std::is_same_v<static_kernel_type<conv2d_cuda, target<cuda, library::cudnn>, input>,
+                               kernel_type<cuda, float, layout::any, library::cudnn>>);
+}
+#endif
+
+TEST_CASE("the runtime table is generated from the same map, and listed", "[dispatch][registry]") {
+  CHECK(conv_info.kernels().size() == 6);
+  CHECK(&find_operator("conv2d_test") == &conv_info);
+  CHECK(&register_operator<conv2d>() == &conv_info);  // registering again changes nothing
+  const auto list = operator_registry::instance().list();
+  std::size_t conv_entries = 0;
+  for (const auto& [name, key] : list) conv_entries += name == "conv2d_test";
+  CHECK(conv_entries == 6);
+  CHECK(std::is_sorted(list.begin(), list.end()));
+  CHECK_THROWS_WITH(find_operator("conv3d"),
+                    Catch::Contains("unknown operator 'conv3d'; registered: ") && Catch::Contains("conv2d_test"));
+  CHECK_THROWS_WITH(choose_kernel(conv_info, kernel_type<cpu, std::int8_t>::key()),
+                    Catch::Contains("Operator (conv2d_test) does not have kernel for {data_type[int8_t]; "
+                                    "data_layout[ANY_LAYOUT]; place[Place(cpu)]; library_type[PLAIN]}; registered: ") &&
+                        Catch::Contains("{data_type[float]; data_layout[nChw8c]; place[Place(cpu)]; "
+                                        "library_type[ONEDNN]}"));
+}
+
+TEST_CASE("the major data type: inputs agree, or the operator names the input that decides", "[dispatch][dtype]") {
+  const Tensor f = filled({2, 3}, data_type::float32);
+  const Tensor d = filled({2, 3}, data_type::float64);
+  const Tensor labels = filled({2}, data_type::int64);
+  const std::vector<std::vector<const Tensor*>> agree{{&d}, {&d}};
+  CHECK(expected_kernel_key(conv_info, cpu_place, agree).dtype() == data_type::float64);
+  const std::vector<std::vector<const Tensor*>> disagree{{&f}, {&d}};
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, disagree),
+                    Catch::Contains("operator 'conv2d_test': its inputs disagree on the data type (Input is float, "
+                                    "Filter is double)"));
+  const std::vector<std::vector<const Tensor*>> logits_labels{{&f}, {&labels}};
+  const kernel_key expected = expected_kernel_key(cross_entropy_info, cpu_place, logits_labels);
+  CHECK(expected == kernel_type<cpu, float>::key());
+  select_and_call(cross_entropy_info, expected);
+  CHECK(last_kernel == "cross_entropy float");
+  const std::vector<std::vector<const Tensor*>> none{{nullptr}, {nullptr}};
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, none), Catch::Contains("no input holds data"));
+}
+
+TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][inputs]") {
+  Scope scope;
+  scope.var("logits").set(LoDTensor(filled({2, 3}, data_type::float32)));
+  scope.var("labels").set(LoDTensor(filled({2}, data_type::int64)));
+  Variable& loss = scope.var("loss");
+  const std::vector<std::vector<Variable*>> in{{&scope.get("logits")}, {&scope.get("labels")}};
+  const std::vector<std::vector<Variable*>> out{{&loss}};
+  // On the accelerator: the logits move there, the labels stay on the host.
+  const kernel_choice choice = run_operator(cross_entropy_info, place::of<npu>(1), in, out);
+  CHECK(choice.chosen == kernel_type<npu, float>::key());
+  CHECK(choice.chosen.place() == place::of<npu>(1));
+  CHECK(input_target_key(cross_entropy_info, 0, scope.get("logits").get<LoDTensor>(), choice.chosen).place() ==
+        place::of<npu>(1));
+  CHECK(identical(input_target_key(cross_entropy_info, 1, scope.get("labels").get<LoDTensor>(), choice.chosen),
+                  key_of(scope.get("labels").get<LoDTensor>())));
+  CHECK(scope.get("logits").get<LoDTensor>().place() == cpu_place);  // the sources are untouched
+
+  scope.var("x").set(LoDTensor(filled({4}, data_type::float32)));
+  scope.var("y").set(LoDTensor(filled({4}, data_type::float64)));
+  const std::vector<std::vector<Variable*>> xy{{&scope.get("x")}, {&scope.get("y")}};
+  run_operator(add_cast_info, cpu_place, xy, out);
+  CHECK(last_kernel == "float+float");
+  CHECK(scope.get("y").get<LoDTensor>().dtype() == data_type::float64);
+}
+
+TEST_CASE("configuration forces a library; an operator may force its place", "[dispatch][config]") {
+  const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
+  const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() == library_type::onednn);
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() == library_type::onednn);
+  CHECK(expected_kernel_key(conv_info, place::of<npu>(0), in, {{"use_cudnn", true}}).library() == library_type::cudnn);
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("npu:1")}}).place() ==
+        place::of<npu>(1));
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", std::int32_t(1)}}),
+                    Catch::Contains("operator 'conv2d_test' attribute 'use_onednn' holds int, not bool"));
+  // crf_decoding inside an accelerator program still runs on the CPU.
+  const std::vector<std::vector<const Tensor*>> one{{&x}};
+  CHECK(expected_kernel_key(crf_info, place::of<npu>(0), one).place() == cpu_place);
+  using npu_input = typed_tensor<npu, float>;
+  static_assert(std::is_same_v<static_kernel_type<crf_decoding, target<npu>, npu_input>, kernel_type<cpu, float>>);
+}
+
+TEST_CASE("fallback: an error without a policy, counted and reported once with one", "[dispatch][fallback]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(filled({3}, data_type::float32, place::of<npu>(0))));
+  Variable& out = scope.var("out");
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}};
+  const std::vector<std::vector<Variable*>> outs{{&out}};
+
+  CHECK_THROWS_WITH(run_operator(scale_none_info, place::of<npu>(0), in, outs),
+                    Catch::Contains("Operator (scale_no_fallback) does not have kernel for {data_type[float]; "
+                                    "data_layout[ANY_LAYOUT]; place[Place(npu:0)]; library_type[PLAIN]}; registered: "
+                                    "{data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]"));
+
+  std::vector<std::string> reports;
+  operator_registry::instance().set_fallback_reporter([&](const fallback_event& e) {
+    reports.push_back(std::string(e.op) + ": " + e.expected.to_string() + " -> " + e.chosen.to_string());
+  });
+  for (int i = 0; i < 3; ++i) {
+    const kernel_choice choice = run_operator(scale_fallback_info, place::of<npu>(0), in, outs);
+    CHECK(choice.fell_back);
+    CHECK(choice.chosen == kernel_type<cpu, float>::key());
+  }
+  CHECK(out.get<LoDTensor>().place() == cpu_place);
+  for (int i = 0; i < 3; ++i) CHECK(out.get<LoDTensor>().data<float>()[i] == float(2 * i));
+  CHECK(scope.get("x").get<LoDTensor>().place() == place::of<npu>(0));  // the input itself stays
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0] == "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(npu:0)]; "
+                      "library_type[PLAIN]} -> {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
+                      "library_type[PLAIN]}");
+  CHECK(operator_registry::instance().fallback_count("scale_with_fallback", kernel_type<npu, float>::key()) == 3);
+
+  // From oneDNN to the plain kernel on the same place.
+  CHECK(choose_kernel(scale_fallback_info, kernel_type<cpu, float, layout::any, library::onednn>::key()).chosen ==
+        kernel_type<cpu, float>::key());
+  // The global policy turns every fallback off, or on.
+  operator_registry::instance().set_global_fallback(fallback_policy::none);
+  CHECK_THROWS_AS(run_operator(scale_fallback_info, place::of<npu>(0), in, outs), not_registered);
+  operator_registry::instance().set_global_fallback(fallback_policy::cpu);
+  CHECK(choose_kernel(scale_none_info, kernel_type<npu, double>::key()).fell_back);
+  operator_registry::instance().set_global_fallback(std::nullopt);
+  operator_registry::instance().set_fallback_reporter(nullptr);
+
+  // Statically, the policy picks the CPU kernel at compile time and the input moves.
+  using npu_input = typed_tensor<npu, float>;
+  static_assert(std::is_same_v<static_kernel_type<scale_fallback, target<npu>, npu_input>, kernel_type<cpu, float>>);
+  static_assert(std::is_void_v<static_kernel_type<scale_none, target<npu>, npu_input>>);
+  const npu_input x = tensor_cast<npu, float>(scope.get("x").get<LoDTensor>());
+  Tensor y;
+  run<scale_fallback>(target<npu>(0), inputs(x), outputs(y));
+  CHECK(y.place() == cpu_place);
+  CHECK(y.data<float>()[2] == 4.f);
+}
+
+TEST_CASE("the static path runs the kernel the runtime path runs, with the same result", "[dispatch][static]") {
+  typed_tensor<cpu, double> x({5});
+  for (int i = 0; i < 5; ++i) x.data()[i] = i * 1.5;
+  Tensor y;
+  run<scale_none>(target<cpu>(), inputs(x), outputs(y));
+  CHECK(last_key == kernel_type<cpu, double>::key());
+  Scope scope;
+  scope.var("x").set(LoDTensor(x.tensor()));
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}};
+  const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
+  run_operator(scale_none_info, cpu_place, in, out);
+  for (int i = 0; i < 5; ++i) CHECK(scope.get("y").get<LoDTensor>().data<double>()[i] == y.data<double>()[i]);
+}
+
+TEST_CASE("explain says what a call does", "[dispatch][explain]") {
+  const Tensor x = filled({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
+  const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};
+  const std::string text = explain(conv_info, cpu_place, in, {{"use_onednn", true}});
+  CHECK_THAT(text, Catch::Contains("expected: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
+                                   "library_type[ONEDNN]}") &&
+                       Catch::Contains("kernel:   {data_type[float]; data_layout[nChw8c]; place[Place(cpu)]; "
+                                       "library_type[ONEDNN]}") &&
+                       Catch::Contains("input Input[0]: layout NCHW->nChw8c on Place(cpu)"));
+  const std::vector<std::vector<const Tensor*>> one{{&x}};
+  CHECK_THAT(explain(scale_fallback_info, place::of<npu>(0), one), Catch::Contains("(fallback)"));
+  CHECK_THAT(explain(scale_none_info, place::of<npu>(0), one), Catch::Contains("kernel:   none (fluidk: Operator"));
+}
+
+TEST_CASE("many threads dispatch concurrently on the shared registry", "[dispatch][threads]") {
+  std::atomic<int> calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Scope scope;
+      scope.var("x").set(LoDTensor(filled({8}, t % 2 ? data_type::float64 : data_type::float32)));
+      const std::vector<std::vector<Variable*>> in{{&scope.get("x")}};
+      const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
+      for (int i = 0; i < 200; ++i) {
+        run_operator(t == 3 ? scale_fallback_info : scale_none_info, cpu_place, in, out);
+        const kernel_key expected = t % 2 ? kernel_type<cpu, double>::key() : kernel_type<cpu, float>::key();
+        if (choose_kernel(conv_info, expected).entry != nullptr) ++calls;
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(calls == 800);
+}
