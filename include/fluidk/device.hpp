@@ -88,14 +88,18 @@ concept CopyBetween = requires(const memory_ref& ref, std::size_t bytes) {
 
 namespace detail {
 
-// The context of each device of kind P, made on first use and kept for the process.
+// The context of each device of kind P, made on first use and kept for the process. After
+// the first use of a device, getting its context is one atomic load.
 template <class P>
 class context_pool {
  public:
   using context_type = typename device_traits<P>::context_type;
+  static constexpr int max_devices = 64;
 
   static context_type& get(int device) {
     auto& self = instance();
+    if (device >= 0 && device < max_devices)
+      if (context_type* c = self.fast_[std::size_t(device)].load(std::memory_order_acquire)) return *c;
     const int count = device_traits<P>::device_count();
     if (device < 0 || device >= count)
       throw device_unavailable("no device " + place::of<P>(device).to_string() + ": " + std::to_string(count) +
@@ -103,7 +107,10 @@ class context_pool {
     const std::lock_guard lock(self.mutex_);
     if (self.contexts_.size() <= std::size_t(device)) self.contexts_.resize(std::size_t(device) + 1);
     auto& slot = self.contexts_[std::size_t(device)];
-    if (!slot) slot = std::make_unique<context_type>(device);
+    if (!slot) {
+      slot = std::make_unique<context_type>(device);
+      if (device < max_devices) self.fast_[std::size_t(device)].store(slot.get(), std::memory_order_release);
+    }
     return *slot;
   }
 
@@ -114,6 +121,7 @@ class context_pool {
   }
   std::mutex mutex_;
   std::vector<std::unique_ptr<context_type>> contexts_;
+  std::array<std::atomic<context_type*>, max_devices> fast_{};
 };
 
 // Runtime entry points of one place kind.

@@ -86,10 +86,20 @@ class Variable {
   // Increases on every write access; equal versions mean unchanged content.
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
 
+  // Unique for the life of the process, unlike the address: a cache keyed by it cannot
+  // mistake a new variable for a destroyed one that lived at the same address.
+  std::uint64_t id() const noexcept { return id_; }
+
  private:
   std::string name_;
   std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray> content_;
   std::atomic<std::uint64_t> version_{0};
+  std::uint64_t id_ = next_id();
+
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 }  // namespace fluidk

@@ -1,0 +1,305 @@
+// The executor: runs a block of operators on a scope at a place. Operators are resolved
+// once (prepare); each run picks every operator's kernel through the runtime table and
+// prepares its inputs: an input whose kernel type differs from the kernel's (full place
+// compared, device id included) is transformed into a child scope under the same name,
+// made once per operator run and only when needed. Sources are never changed, outputs are
+// never overwritten by copying a transformed input back, and transformed inputs are kept in
+// a bounded transfer cache that a write to the source invalidates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fluidk/runtime_dispatch.hpp"
+#include "fluidk/scope.hpp"
+
+namespace fluidk {
+
+// One operator of a block, as the executor takes it: type, input and output slots with
+// variable names, attributes. (A BlockDesc gives these; tests and benchmarks may too.)
+struct op_invocation {
+  std::string type;
+  std::vector<std::pair<std::string, std::vector<std::string>>> inputs, outputs;
+  attribute_map attrs;
+};
+
+// What runs did: counted across runs until reset.
+struct executor_stats {
+  std::uint64_t ops_run = 0;
+  std::uint64_t transforms = 0;      // inputs transformed (cache misses)
+  std::uint64_t cache_hits = 0;      // inputs served from the transfer cache
+  std::uint64_t bytes_copied = 0;    // bytes written by copies between places
+  std::uint64_t child_scopes = 0;    // child scopes made for transformed inputs
+  std::uint64_t fallbacks = 0;       // operators that ran a fallback kernel
+};
+
+// Transformed inputs, keyed by the source variable's id and the target key (device
+// included), valid while the source's version is unchanged. Bounded in bytes, least
+// recently used first out.
+class transfer_cache {
+ public:
+  explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
+
+  // The content of `source` as a kernel of key `target` needs it.
+  const Variable& get(const Variable& source, const kernel_key& target, const transform_plan& plan,
+                      std::int64_t numel, executor_stats& stats) {
+    const key k{source.id(), target.ordinal(), target.place().device()};
+    const std::uint64_t version = source.version();
+    if (auto it = entries_.find(k); it != entries_.end()) {
+      if (it->second.version == version) {
+        lru_.splice(lru_.begin(), lru_, it->second.position);
+        ++stats.cache_hits;
+        return *it->second.value;
+      }
+      erase(it);
+    }
+    auto value = std::make_unique<Variable>(source.name());
+    transform_variable(source, target, *value);
+    ++stats.transforms;
+    stats.bytes_copied += plan.bytes_copied(numel);
+    const std::size_t bytes = storage_bytes(*value);
+    lru_.push_front(k);
+    auto [it, _] = entries_.emplace(k, entry{version, std::move(value), bytes, lru_.begin()});
+    bytes_ += bytes;
+    while (bytes_ > max_bytes_ && lru_.size() > 1) erase(entries_.find(lru_.back()));
+    return *it->second.value;
+  }
+
+  std::size_t bytes() const noexcept { return bytes_; }
+  std::size_t size() const noexcept { return entries_.size(); }
+  void clear() {
+    entries_.clear();
+    lru_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  using key = std::tuple<std::uint64_t, std::size_t, int>;
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept {
+      const auto [id, ordinal, device] = k;
+      return (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
+    }
+  };
+  struct entry {
+    std::uint64_t version;
+    std::unique_ptr<Variable> value;
+    std::size_t bytes;
+    std::list<key>::iterator position;
+  };
+
+  static std::size_t storage_bytes(const Variable& v) {
+    const Tensor* t = tensor_of(v);
+    return t != nullptr && t->initialized() ? t->storage_bytes() : 0;
+  }
+  void erase(std::unordered_map<key, entry, key_hash>::iterator it) {
+    bytes_ -= it->second.bytes;
+    lru_.erase(it->second.position);
+    entries_.erase(it);
+  }
+
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::list<key> lru_;
+  std::unordered_map<key, entry, key_hash> entries_;
+};
+
+namespace detail {
+// True when the kernel can read the tensor as it is: same place (device included), and a
+// layout it accepts, and the data type asked for. A tensor of ANY_LAYOUT read as NCHW is a
+// relabelling only, and needs nothing.
+inline bool needs_transform(const Tensor& t, const kernel_key& target) {
+  if (t.place() != target.place() || t.dtype() != target.dtype()) return true;
+  if (target.layout() == data_layout::any) return planning::is_blocked(t.layout());
+  return t.layout() != target.layout() && !(t.layout() == data_layout::any && !planning::is_blocked(target.layout()));
+}
+}  // namespace detail
+
+class Executor {
+ public:
+  explicit Executor(fluidk::place where, std::size_t cache_bytes = std::size_t(1) << 30)
+      : place_(where), cache_(cache_bytes) {}
+
+  const fluidk::place& place() const noexcept { return place_; }
+  const executor_stats& stats() const noexcept { return stats_; }
+  void reset_stats() noexcept { stats_ = {}; }
+  transfer_cache& cache() noexcept { return cache_; }
+
+  // A block resolved against a scope: operators found, variables looked up (made in the
+  // scope when missing), attributes read. Valid while the scope lives.
+  class prepared {
+   public:
+    std::size_t size() const noexcept { return ops_.size(); }
+
+   private:
+    friend class Executor;
+    struct op {
+      const operator_info* info;
+      std::vector<Variable*> inputs, outputs;
+      std::vector<std::uint32_t> input_offsets, output_offsets;
+      attribute_map attrs;
+      std::optional<fluidk::place> forced_place;
+      library_type library = library_type::plain;
+      std::vector<kernel_arg> args;  // reused across runs
+      std::vector<const Tensor*> tensors;
+      // The last selection: reused while the expected key (device included) is the same.
+      std::optional<kernel_key> last_expected;
+      kernel_choice last_choice{};
+      device_context* last_context = nullptr;
+    };
+    Scope* scope_ = nullptr;
+    std::vector<op> ops_;
+  };
+
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const {
+    prepared p;
+    p.scope_ = &scope;
+    for (const op_invocation& call : ops) {
+      prepared::op o;
+      o.info = &find_operator(call.type);
+      auto bind = [&](const auto& given, std::span<const std::string_view> declared, const char* what,
+                      std::vector<Variable*>& vars, std::vector<std::uint32_t>& offsets) {
+        for (const auto& [slot, names] : given) {
+          bool known = false;
+          for (std::string_view d : declared) known = known || d == slot;
+          if (!known)
+            throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
+        }
+        offsets.assign(1, 0);
+        for (std::string_view d : declared) {
+          for (const auto& [slot, names] : given)
+            if (slot == d)
+              for (const std::string& name : names) {
+                Variable* v = scope.find_var(name);
+                vars.push_back(v != nullptr ? v : &scope.var(name));
+              }
+          offsets.push_back(std::uint32_t(vars.size()));
+        }
+      };
+      bind(call.inputs, o.info->inputs(), "input", o.inputs, o.input_offsets);
+      bind(call.outputs, o.info->outputs(), "output", o.outputs, o.output_offsets);
+      o.attrs = call.attrs;
+      if (const attribute* device = o.attrs.find("op_device"))
+        if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
+          o.forced_place = parse_place(*text);
+      if (o.attrs.get_or<bool>("use_onednn", false, call.type) || o.attrs.get_or<bool>("use_mkldnn", false, call.type))
+        o.library = library_type::onednn;
+      else if (o.attrs.get_or<bool>("use_cudnn", false, call.type))
+        o.library = library_type::cudnn;
+      o.args.resize(o.inputs.size() + o.outputs.size());
+      o.tensors.resize(o.inputs.size());
+      p.ops_.push_back(std::move(o));
+    }
+    return p;
+  }
+
+  void run(prepared& p) {
+    for (prepared::op& o : p.ops_) run_op(o, *p.scope_);
+  }
+
+  // Prepares and runs once.
+  void run(std::span<const op_invocation> ops, Scope& scope) {
+    prepared p = prepare(ops, scope);
+    run(p);
+  }
+
+ private:
+  void run_op(prepared::op& o, Scope& scope) {
+    const operator_info& info = *o.info;
+    // The expected kernel type: place, data type of the deciding inputs, library.
+    fluidk::place where = info.run_on() ? *info.run_on() : o.forced_place ? *o.forced_place : place_;
+    std::optional<data_type> dtype;
+    for (std::size_t s = 0; s + 1 < o.input_offsets.size(); ++s) {
+      const bool decides = info.data_type_input() < info.inputs().size() ? s == info.data_type_input()
+                                                                          : !info.no_transform(s);
+      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
+        const Tensor* t = tensor_of(*o.inputs[i]);
+        o.tensors[i] = t;
+        if (!decides || t == nullptr || !t->initialized()) continue;
+        if (!dtype)
+          dtype = t->dtype();
+        else if (*dtype != t->dtype())
+          throw error("operator '" + std::string(info.name()) + "': its inputs disagree on the data type ('" +
+                      o.inputs[o.input_offsets[s]]->name() + "' is " + std::string(name_of(t->dtype())) + ", '" +
+                      find_first_input_with(o, *dtype) + "' is " + std::string(name_of(*dtype)) + ")");
+      }
+    }
+    if (!dtype) throw error("operator '" + std::string(info.name()) + "': no input holds data");
+    const kernel_key expected(where, *dtype, data_layout::any, o.library);
+    const data_layout preferred = !o.tensors.empty() && o.tensors[0] ? o.tensors[0]->layout() : data_layout::any;
+    if (!o.last_expected || !identical(*o.last_expected, expected.with_layout(preferred))) {
+      o.last_choice = choose_kernel(info, expected, preferred);
+      o.last_context = &context_of(o.last_choice.chosen.place());
+      o.last_expected = expected.with_layout(preferred);
+    } else if (o.last_choice.fell_back) {
+      operator_registry::instance().note_fallback({info.name(), expected, o.last_choice.chosen});  // counted
+    }
+    const kernel_choice& choice = o.last_choice;
+    if (choice.fell_back) ++stats_.fallbacks;
+
+    // Inputs: the variable itself, or its transformed copy in a child scope.
+    Scope* child = nullptr;
+    for (std::size_t s = 0; s + 1 < o.input_offsets.size(); ++s) {
+      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
+        Variable* v = o.inputs[i];
+        const Tensor* t = o.tensors[i];
+        o.args[i] = kernel_arg(v);
+        if (t == nullptr || !t->initialized() || info.no_transform(s)) continue;
+        const kernel_key target = input_target_key(info, s, *t, choice.chosen);
+        if (!detail::needs_transform(*t, target)) continue;
+        const transform_plan& plan = plan_transform(key_of(*t), target);
+        const Variable& transformed = cache_.get(*v, target, plan, t->numel(), stats_);
+        if (child == nullptr) {
+          child = &scope.new_scope();
+          ++stats_.child_scopes;
+        }
+        Variable& local = child->var(v->name());
+        share_content(transformed, local);
+        o.args[i] = kernel_arg(&local);
+      }
+    }
+    const std::size_t first_output = o.inputs.size();
+    for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
+    const std::span<kernel_arg> args(o.args);
+    execution_context context(info.name(), info.inputs(), info.outputs(), *o.last_context, choice.chosen, {args.first(first_output), o.input_offsets},
+                              {args.subspan(first_output), o.output_offsets}, o.attrs);
+    struct child_guard {
+      Scope& parent;
+      Scope*& child;
+      ~child_guard() {
+        if (child != nullptr) parent.delete_scope(*child);
+      }
+    } guard{scope, child};
+    (*choice.entry)(context);
+    ++stats_.ops_run;
+  }
+
+  // The child variable views the cached content: it shares the buffers, copies nothing.
+  static void share_content(const Variable& from, Variable& to) {
+    if (from.is<LoDTensor>())
+      to.set(from.get<LoDTensor>());
+    else
+      to.set(from.get<SelectedRows>());
+  }
+
+  static std::string find_first_input_with(const prepared::op& o, data_type d) {
+    for (std::size_t i = 0; i < o.inputs.size(); ++i)
+      if (o.tensors[i] != nullptr && o.tensors[i]->initialized() && o.tensors[i]->dtype() == d)
+        return o.inputs[i]->name();
+    return "?";
+  }
+
+  fluidk::place place_;
+  transfer_cache cache_;
+  executor_stats stats_;
+};
+
+}  // namespace fluidk

@@ -1,0 +1,296 @@
+// The mixed-device executor, with OpenCL (PoCL) as the accelerator: Fluid's device case,
+// CPU-only operators inside accelerator programs, a two-step chain, the in-place regression,
+// the transfer cache (reuse, and no stale data after a write), SelectedRows and LoD through
+// transforms, and executors running concurrently on scopes that share their weights.
+#include <catch2/catch.hpp>
+
+#include <fluidk/devices/opencl.hpp>
+#include <fluidk/executor.hpp>
+#include <fluidk/transforms/cpu.hpp>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+using namespace fluidk;
+
+namespace {
+
+// Runs `out[i] = <expression of in[i]>` on the OpenCL device of the kernel's context.
+void opencl_map(execution_context& ctx, const std::string& expression) {
+  auto& cl = ctx.device_as<opencl_context>();
+  static std::mutex mutex;
+  static std::map<std::pair<cl_context, std::string>, cl_kernel> kernels;
+  cl_kernel kernel;
+  {
+    const std::lock_guard lock(mutex);
+    cl_kernel& slot = kernels[{cl.context(), expression}];
+    if (slot == nullptr) {
+      const std::string source = "__kernel void map(__global const float* in, __global float* out) {"
+                                 " size_t i = get_global_id(0); float x = in[i]; out[i] = " +
+                                 expression + "; }";
+      const char* text = source.c_str();
+      cl_int status = CL_SUCCESS;
+      cl_program program = clCreateProgramWithSource(cl.context(), 1, &text, nullptr, &status);
+      REQUIRE(status == CL_SUCCESS);
+      cl_device_id device = cl.device();
+      REQUIRE(clBuildProgram(program, 1, &device, "", nullptr, nullptr) == CL_SUCCESS);
+      slot = clCreateKernel(program, "map", &status);
+      REQUIRE(status == CL_SUCCESS);
+      clReleaseProgram(program);  // the kernel keeps it alive
+    }
+    kernel = slot;
+  }
+  const Tensor& in = ctx.input(0);
+  REQUIRE(in.place() == ctx.place());
+  REQUIRE(in.offset() == 0);
+  Tensor out(in.dims(), in.dtype(), ctx.place(), in.layout());
+  cl_mem in_buffer = static_cast<cl_mem>(in.handle());
+  cl_mem out_buffer = static_cast<cl_mem>(out.handle());
+  const std::size_t n = std::size_t(in.numel());
+  if (n > 0) {
+    const std::lock_guard lock(mutex);  // clSetKernelArg on a shared kernel is not thread-safe
+    REQUIRE(clSetKernelArg(kernel, 0, sizeof(cl_mem), &in_buffer) == CL_SUCCESS);
+    REQUIRE(clSetKernelArg(kernel, 1, sizeof(cl_mem), &out_buffer) == CL_SUCCESS);
+    REQUIRE(clEnqueueNDRangeKernel(cl.queue(), kernel, 1, nullptr, &n, nullptr, 0, nullptr, nullptr) ==
+            CL_SUCCESS);
+    ctx.device().wait();
+  }
+  ctx.output(0) = std::move(out);
+}
+
+void cpu_map(execution_context& ctx, float (*f)(float)) {
+  const Tensor& in = ctx.input(0);
+  Tensor out(in.dims(), in.dtype(), cpu_place, in.layout() == data_layout::any ? data_layout::any : in.layout());
+  for (std::int64_t i = 0; i < in.numel(); ++i) out.data<float>()[i] = f(in.data<float>()[i]);
+  ctx.output(0) = std::move(out);
+}
+
+template <class T>
+struct double_cpu {
+  void operator()(execution_context& ctx) const { cpu_map(ctx, [](float x) { return x + x; }); }
+};
+template <class T>
+struct double_opencl {
+  void operator()(execution_context& ctx) const { opencl_map(ctx, "x + x"); }
+};
+struct double_op {
+  static constexpr std::string_view name = "double";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(double_cpu<float>{}), kernels_on<opencl>(double_opencl<float>{}));
+};
+
+template <class T>
+struct increment_cpu {
+  void operator()(execution_context& ctx) const { cpu_map(ctx, [](float x) { return x + 1; }); }
+};
+struct increment_op {  // runs on the CPU only, like crf_decoding
+  static constexpr std::string_view name = "increment";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  using run_on = cpu;
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(increment_cpu<float>{}));
+};
+
+template <class T>
+struct fill_zero_opencl {
+  void operator()(execution_context& ctx) const { opencl_map(ctx, "0.0f * x"); }
+};
+struct fill_zero_op {
+  static constexpr std::string_view name = "fill_zero";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<opencl>(fill_zero_opencl<float>{}));
+};
+
+// Sums the rows of a SelectedRows input on the CPU (reads its rows and LoD of a LoDTensor).
+template <class T>
+struct describe_cpu {
+  void operator()(execution_context& ctx) const {
+    const kernel_arg& rows = ctx.input_arg("Rows");
+    const kernel_arg& sequences = ctx.input_arg("Sequences");
+    REQUIRE(rows.selected_rows().value().place() == cpu_place);
+    REQUIRE(sequences.lod_tensor().place() == cpu_place);
+    Tensor out({3}, data_type::float32);
+    out.data<float>()[0] = float(rows.selected_rows().rows().size());
+    out.data<float>()[1] = float(rows.selected_rows().height());
+    out.data<float>()[2] = float(sequences.lod_tensor().lod().at(0).size());
+    ctx.output(0) = std::move(out);
+  }
+};
+struct describe_op {
+  static constexpr std::string_view name = "describe";
+  static constexpr std::array<std::string_view, 2> inputs{"Rows", "Sequences"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  using run_on = cpu;
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(describe_cpu<float>{}));
+};
+
+const bool registered = [] {
+  register_operator<double_op>();
+  register_operator<increment_op>();
+  register_operator<fill_zero_op>();
+  register_operator<describe_op>();
+  return true;
+}();
+
+const place accelerator = place::of<opencl>(0);
+
+Tensor iota(const dims& shape, float scale = 1, data_layout layout = data_layout::any) {
+  Tensor t(shape, data_type::float32, cpu_place, layout);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = scale * float(i);
+  return t;
+}
+std::vector<float> values(const Variable& v) {
+  const Tensor host = copy_to(v.get<LoDTensor>(), cpu_place);
+  return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
+}
+std::vector<float> iota_values(std::int64_t n, float scale) {
+  std::vector<float> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(scale * float(i));
+  return out;
+}
+op_invocation op(std::string type, std::string in, std::string out, attribute_map attrs = {}) {
+  return {std::move(type), {{"X", {std::move(in)}}}, {{"Out", {std::move(out)}}}, std::move(attrs)};
+}
+
+}  // namespace
+
+TEST_CASE("Fluid's device case: a CPU result moves to the accelerator, the CPU copy stays", "[executor]") {
+  REQUIRE(registered);
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({8})));
+  const std::vector<op_invocation> program{op("double", "in", "a"),
+                                           op("double", "a", "b", {{"op_device", std::string("opencl:0")}})};
+  Executor executor(cpu_place);
+  executor.run(program, scope);
+  CHECK(scope.get("a").get<LoDTensor>().place() == cpu_place);
+  CHECK(values(scope.get("a")) == iota_values(8, 2));  // the source of the move is unchanged
+  CHECK(scope.get("b").get<LoDTensor>().place() == accelerator);
+  CHECK(values(scope.get("b")) == iota_values(8, 4));
+  CHECK(executor.stats().transforms == 1);
+  CHECK(executor.stats().bytes_copied == 8 * sizeof(float));
+  CHECK(executor.stats().child_scopes == 1);
+  CHECK(scope.kid_count() == 0);  // the child scope lived for one operator run
+}
+
+TEST_CASE("a CPU-only operator inside an accelerator program", "[executor]") {
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({5})));
+  const std::vector<op_invocation> program{op("double", "in", "a"), op("increment", "a", "b"),
+                                           op("double", "b", "c")};
+  Executor executor(accelerator);
+  executor.run(program, scope);
+  CHECK(scope.get("a").get<LoDTensor>().place() == accelerator);
+  CHECK(scope.get("b").get<LoDTensor>().place() == cpu_place);
+  CHECK(scope.get("c").get<LoDTensor>().place() == accelerator);
+  std::vector<float> expected;
+  for (int i = 0; i < 5; ++i) expected.push_back(2 * (2 * float(i) + 1));
+  CHECK(values(scope.get("c")) == expected);
+  CHECK(executor.stats().transforms == 3);  // in -> acc, a -> cpu, b -> acc
+}
+
+TEST_CASE("nChw8c on the CPU to NCHW on the accelerator: a two-step chain", "[executor]") {
+  const Tensor plain = iota({1, 3, 2, 2}, 1, data_layout::nchw);
+  Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  transforms::cpu::reorder(static_cast<const std::byte*>(plain.handle()), data_layout::nchw,
+                           static_cast<std::byte*>(blocked.handle()), data_layout::nChw8c, plain.dims(), 4);
+  Scope scope;
+  scope.var("image").set(LoDTensor(blocked));
+  Executor executor(accelerator);
+  const std::vector<op_invocation> program{op("double", "image", "out")};
+  executor.run(program, scope);
+  const Variable& out = scope.get("out");
+  CHECK(out.get<LoDTensor>().layout() == data_layout::nchw);
+  CHECK(out.get<LoDTensor>().place() == accelerator);
+  CHECK(values(out) == iota_values(12, 2));
+  const auto& plan = plan_transform(key_of(blocked), kernel_type<opencl, float>::key(0));
+  CHECK(plan.describe() == "layout nChw8c->NCHW on Place(cpu), copy Place(cpu)->Place(opencl:0)");
+  CHECK(scope.get("image").get<LoDTensor>().layout() == data_layout::nChw8c);
+}
+
+TEST_CASE("in place: a transformed input is never copied back over the output", "[executor][regression]") {
+  // Fluid's bug: a value filled with 0 on the device and incremented on the CPU came back 0.
+  Scope scope;
+  scope.var("x").set(LoDTensor(iota({4}, 3)));
+  const std::vector<op_invocation> program{op("fill_zero", "x", "x"), op("increment", "x", "x")};
+  Executor executor(accelerator);
+  executor.run(program, scope);
+  CHECK(values(scope.get("x")) == std::vector<float>{1, 1, 1, 1});
+  CHECK(scope.get("x").get<LoDTensor>().place() == cpu_place);
+}
+
+TEST_CASE("the transfer cache reuses unchanged weights and never serves stale data", "[executor][cache]") {
+  Scope scope;
+  scope.var("w").set(LoDTensor(iota({1000})));
+  const std::vector<op_invocation> program{op("double", "w", "out")};
+  Executor executor(accelerator);
+  auto prepared = executor.prepare(program, scope);
+  executor.run(prepared);
+  CHECK(executor.stats().bytes_copied == 4000);
+  executor.reset_stats();
+  executor.run(prepared);
+  CHECK(executor.stats().bytes_copied == 0);  // the second run copies nothing
+  CHECK(executor.stats().cache_hits == 1);
+  CHECK(values(scope.get("out")) == iota_values(1000, 2));
+
+  scope.get("w").set(LoDTensor(iota({1000}, 5)));  // a new weight between runs
+  executor.reset_stats();
+  executor.run(prepared);
+  CHECK(executor.stats().transforms == 1);
+  CHECK(values(scope.get("out")) == iota_values(1000, 10));
+
+  // Writing through get_mutable counts as a write too.
+  scope.get("w").get_mutable<LoDTensor>().data<float>()[1] = 100;
+  executor.run(prepared);
+  CHECK(values(scope.get("out"))[1] == 200);
+
+  // The cache is bounded: a budget smaller than one tensor keeps only the latest entry.
+  Executor small(accelerator, 100);
+  scope.var("v").set(LoDTensor(iota({1000})));
+  const std::vector<op_invocation> two{op("double", "w", "o1"), op("double", "v", "o2")};
+  small.run(two, scope);
+  CHECK(small.cache().size() == 1);
+}
+
+TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms", "[executor]") {
+  Scope scope;
+  scope.var("rows").set(copy_to(SelectedRows({1, 4}, 6, iota({2, 3})), accelerator));
+  scope.var("seq").set(copy_to(LoDTensor(iota({5, 2}), {{0, 2, 5}}), accelerator));
+  const std::vector<op_invocation> program{{"describe", {{"Rows", {"rows"}}, {"Sequences", {"seq"}}}, {{"Out", {"d"}}}, {}}};
+  Executor executor(accelerator);
+  executor.run(program, scope);
+  CHECK(values(scope.get("d")) == std::vector<float>{2, 6, 3});
+}
+
+TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
+  Scope scope;
+  Executor executor(cpu_place);
+  const std::vector<op_invocation> unknown{op("conv9d", "x", "y")};
+  CHECK_THROWS_WITH(executor.run(unknown, scope), Catch::Contains("unknown operator 'conv9d'"));
+  const std::vector<op_invocation> bad_slot{{"double", {{"Input", {"x"}}}, {{"Out", {"y"}}}, {}}};
+  CHECK_THROWS_WITH(executor.run(bad_slot, scope), Catch::Contains("operator 'double' has no input slot 'Input'"));
+  const std::vector<op_invocation> empty{op("double", "nothing", "y")};
+  CHECK_THROWS_WITH(executor.run(empty, scope), Catch::Contains("operator 'double': no input holds data"));
+}
+
+TEST_CASE("executors run concurrently on scopes that share read-only weights", "[executor][threads]") {
+  Scope weights;
+  weights.var("w").set(LoDTensor(iota({256})));
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Scope& local = weights.new_scope();
+      const std::vector<op_invocation> program{op("double", "w", "a"), op("increment", "a", "b")};
+      Executor executor(t % 2 ? accelerator : cpu_place);
+      auto prepared = executor.prepare(program, local);
+      for (int i = 0; i < 20; ++i) executor.run(prepared);
+      const auto result = values(local.get("b"));
+      ok[std::size_t(t)] = result.size() == 256 && result[10] == 21.f && !local.has_local("w");
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(ok == std::vector<int>{1, 1, 1, 1});
+}
