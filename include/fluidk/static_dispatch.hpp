@@ -15,7 +15,6 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 #include "fluidk/operator.hpp"
 #include "fluidk/transforms/static_chain.hpp"
@@ -212,15 +211,20 @@ class prepared_input {
  public:
   prepared_input(const In& in, int device) {
     if constexpr (pass_through)
-      tensor_ = &in.tensor();
+      held_ = &in.tensor();
     else
-      tensor_ = &(transformed_ = fluidk::transform<target>(in, device).tensor());
+      held_ = fluidk::transform<target>(in, device).tensor();
   }
-  const Tensor* get() const noexcept { return tensor_; }
+  // Computed on each call rather than stored, so that the object may be copied or moved.
+  const Tensor* get() const noexcept {
+    if constexpr (pass_through)
+      return held_;
+    else
+      return &held_;
+  }
 
  private:
-  const Tensor* tensor_;
-  [[no_unique_address]] std::conditional_t<pass_through, std::monostate, Tensor> transformed_;
+  std::conditional_t<pass_through, const Tensor*, Tensor> held_;
 };
 
 template <class Kernel, class Target>
