@@ -294,3 +294,20 @@ TEST_CASE("executors run concurrently on scopes that share read-only weights", "
   for (auto& thread : threads) thread.join();
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
 }
+
+TEST_CASE("a block from the program text runs as its operators would", "[executor][program]") {
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var in : LoDTensor float [8]\n"
+      "  op double (X: in) -> (Out: a)\n"
+      "  op double (X: a) -> (Out: b) {op_device: string \"opencl:0\"}\n"
+      "  op increment (X: b) -> (Out: c)\n");
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({8})));
+  Executor executor(cpu_place);
+  executor.run(program.block(0), scope);
+  CHECK(scope.get("b").get<LoDTensor>().place() == accelerator);
+  std::vector<float> expected;
+  for (int i = 0; i < 8; ++i) expected.push_back(4 * float(i) + 1);
+  CHECK(values(scope.get("c")) == expected);
+}

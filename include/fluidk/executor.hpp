@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/program.hpp"
 #include "fluidk/runtime_dispatch.hpp"
 #include "fluidk/scope.hpp"
 
@@ -210,6 +211,18 @@ class Executor {
     prepared p = prepare(ops, scope);
     run(p);
   }
+
+  // The operators of a block, as the executor takes them.
+  static std::vector<op_invocation> invocations(const BlockDesc& block) {
+    std::vector<op_invocation> ops;
+    ops.reserve(block.ops().size());
+    for (const OpDesc& op : block.ops())
+      ops.push_back({op.type(), {op.inputs().begin(), op.inputs().end()}, {op.outputs().begin(), op.outputs().end()},
+                     op.attrs()});
+    return ops;
+  }
+  prepared prepare(const BlockDesc& block, Scope& scope) const { return prepare(invocations(block), scope); }
+  void run(const BlockDesc& block, Scope& scope) { run(invocations(block), scope); }
 
  private:
   void run_op(prepared::op& o, Scope& scope) {
