@@ -11,47 +11,16 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "simulated_device.hpp"
 #if defined(FLUIDK_HAS_CUDA) && FLUIDK_HAS_CUDA
 #include <fluidk/devices/cuda.hpp>
 #endif
 
 using namespace fluidk;
 
-// A second place, declared as a user would, simulated in host memory: the selection tests
-// need a place other than the CPU without running device code.
-struct npu {
-  using place_tag = npu;
-  static constexpr place_kind_id id = 4;
-  static constexpr std::string_view name = "npu";
-  static constexpr bool has_device_id = true;
-  static constexpr bool host_accessible = false;
-};
-class npu_context final : public device_context {
- public:
-  explicit npu_context(int device) : device_(device) {}
-  fluidk::place place() const noexcept override { return place::of<npu>(device_); }
-  void wait() override {}
-
- private:
-  int device_;
-};
-template <>
-struct fluidk::device_traits<npu> {
-  using context_type = npu_context;
-  static int device_count() noexcept { return 2; }
-  static void* allocate(int device, std::size_t bytes) { return device_traits<cpu>::allocate(device, bytes); }
-  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
-    device_traits<cpu>::deallocate(device, handle, bytes);
-  }
-};
-template <>
-struct fluidk::copy_traits<cpu, npu> : copy_traits<cpu, cpu> {};
-template <>
-struct fluidk::copy_traits<npu, cpu> : copy_traits<cpu, cpu> {};
-template <>
-struct fluidk::copy_traits<npu, npu> : copy_traits<cpu, cpu> {};
-static const bool npu_registered =
-    register_device<npu>() && register_copy<cpu, npu>() && register_copy<npu, cpu>() && register_copy<npu, npu>();
+// A second place without running device code: the simulated accelerator.
+using npu = fluidk_test::accelerator;
 
 namespace {
 // Which kernel ran last, and with which key.
@@ -338,7 +307,7 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() == library_type::onednn);
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() == library_type::onednn);
   CHECK(expected_kernel_key(conv_info, place::of<npu>(0), in, {{"use_cudnn", true}}).library() == library_type::cudnn);
-  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("npu:1")}}).place() ==
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("acc:1")}}).place() ==
         place::of<npu>(1));
   CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", std::int32_t(1)}}),
                     Catch::Contains("operator 'conv2d_test' attribute 'use_onednn' holds int, not bool"));
@@ -358,7 +327,7 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
 
   CHECK_THROWS_WITH(run_operator(scale_none_info, place::of<npu>(0), in, outs),
                     Catch::Contains("Operator (scale_no_fallback) does not have kernel for {data_type[float]; "
-                                    "data_layout[ANY_LAYOUT]; place[Place(npu:0)]; library_type[PLAIN]}; registered: "
+                                    "data_layout[ANY_LAYOUT]; place[Place(acc:0)]; library_type[PLAIN]}; registered: "
                                     "{data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]"));
 
   std::vector<std::string> reports;
@@ -374,7 +343,7 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
   for (int i = 0; i < 3; ++i) CHECK(out.get<LoDTensor>().data<float>()[i] == float(2 * i));
   CHECK(scope.get("x").get<LoDTensor>().place() == place::of<npu>(0));  // the input itself stays
   REQUIRE(reports.size() == 1);
-  CHECK(reports[0] == "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(npu:0)]; "
+  CHECK(reports[0] == "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(acc:0)]; "
                       "library_type[PLAIN]} -> {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
                       "library_type[PLAIN]}");
   CHECK(operator_registry::instance().fallback_count("scale_with_fallback", kernel_type<npu, float>::key()) == 3);
