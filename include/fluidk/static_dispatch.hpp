@@ -209,7 +209,7 @@ class prepared_input {
                      In::layout_t::value);
 
  public:
-  prepared_input(const In& in, int device) {
+  [[gnu::always_inline]] prepared_input(const In& in, int device) {
     if constexpr (pass_through)
       held_ = &in.tensor();
     else
@@ -228,7 +228,7 @@ class prepared_input {
 };
 
 template <class Kernel, class Target>
-auto& kernel_context(const Target& t) {
+[[gnu::always_inline]] inline auto& kernel_context(const Target& t) {
   using P = typename Kernel::place_t;
   if constexpr (std::is_same_v<P, typename Target::place_t>)
     return t.context();
@@ -244,8 +244,13 @@ inline constexpr auto one_per_slot = [] {
   return offsets;
 }();
 
+// The dispatch code is forced inline: a static call must cost what the direct call costs,
+// and left to itself the compiler outlines it behind a call and argument stores.
+#define FLUIDK_DETAIL_INLINE [[gnu::always_inline]] inline
+#define FLUIDK_DETAIL_LAMBDA_INLINE __attribute__((always_inline))
+
 template <class Key, class K, std::size_t N, class... Out>
-void invoke_prepared(const K& kernel, device_context& device, int device_id, std::array<kernel_arg, N>& input_args,
+FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& device, int device_id, std::array<kernel_arg, N>& input_args,
                      const output_pack<Out...>& out, const attribute_map& attrs, std::string_view op,
                      std::span<const std::string_view> input_names, std::span<const std::string_view> output_names) {
   std::array<kernel_arg, sizeof...(Out)> output_args;
@@ -257,12 +262,12 @@ void invoke_prepared(const K& kernel, device_context& device, int device_id, std
 }
 
 template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, class K, class Target, class... In, class... Out>
-void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
+FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
                    const attribute_map& attrs, std::string_view op, std::span<const std::string_view> input_names,
                    std::span<const std::string_view> output_names) {
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
     std::tuple<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0, In>...> prepared{
         {std::get<I>(in.tensors), device_id}...};
     std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(std::get<I>(prepared).get())...};
@@ -278,7 +283,7 @@ template <class Op, class Target, class... In>
 using static_kernel_type = typename detail::static_selection<Op, Target, In...>::chosen;
 
 template <class Op, class Target, class... In, class... Out>
-void run(const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
+FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
          const attribute_map& attrs = detail::empty_attributes) {
   static_assert(detail::operator_check<Op>::value);
   static_assert(sizeof...(In) == Op::inputs.size(), "fluidk: run<Op>: give one input per input slot of the operator");
@@ -301,3 +306,6 @@ void run(const Target& t, const input_pack<In...>& in, const output_pack<Out...>
 }
 
 }  // namespace fluidk
+
+#undef FLUIDK_DETAIL_INLINE
+#undef FLUIDK_DETAIL_LAMBDA_INLINE
