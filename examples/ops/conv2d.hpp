@@ -1,0 +1,265 @@
+// conv2d (Input [N, C, H, W], Filter [OC, C / groups, KH, KW] -> Output [N, OC, OH, OW]) with
+// Fluid's attributes strides, paddings, dilations (2 ints each; default 1, 0, 1) and groups
+// (default 1).
+//
+// Kernels:
+//   CPU plain, float and double: im2col and a blocked GEMM, in NCHW (the kernel is declared
+//     for NCHW, so fluidk brings NHWC and blocked inputs to NCHW before it runs).
+//   CPU oneDNN, float: a convolution primitive created with the format `any` for source,
+//     weights and destination, so that oneDNN picks its blocked layouts. The kernel is
+//     declared for nChw8c and nChw16c: fluidk hands it the input in one of them (the one the
+//     input is already in when it is one of them), the kernel reorders what oneDNN asks
+//     for in another format (the weights, always), and leaves the output in the layout
+//     oneDNN chose, labelled nChw8c or nChw16c; a plain operator that follows gets the
+//     layout transform from fluidk.
+// Other places add their groups to `kernels` (fluidk::kernels_on<cuda, library::cudnn>(...)).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <boost/mp11/list.hpp>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/operator.hpp>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ops/detail/common.hpp"
+#include "ops/detail/gemm.hpp"
+#if FLUIDK_OPS_ONEDNN
+#include "ops/detail/onednn.hpp"
+#endif
+
+namespace fluidk::ops {
+
+// The sizes of one convolution, checked against each other.
+struct conv2d_geometry {
+  std::int64_t n, c, h, w;  // input
+  std::int64_t oc, kh, kw;  // filter: [oc, c / groups, kh, kw]
+  std::int64_t oh, ow;      // output
+  std::int64_t groups;
+  std::array<std::int64_t, 2> strides, paddings, dilations;
+
+  dims output_dims() const { return {n, oc, oh, ow}; }
+
+  static conv2d_geometry of(const execution_context& ctx, const Tensor& input, const Tensor& filter) {
+    using detail::require;
+    require(input.dims().rank() == 4, ctx, "Input must be 4-D [N, C, H, W], not " + input.dims().to_string());
+    require(filter.dims().rank() == 4, ctx,
+            "Filter must be 4-D [OC, C / groups, KH, KW], not " + filter.dims().to_string());
+    conv2d_geometry g{};
+    g.n = input.dims()[0];
+    g.c = input.dims()[1];
+    g.h = input.dims()[2];
+    g.w = input.dims()[3];
+    g.oc = filter.dims()[0];
+    g.kh = filter.dims()[2];
+    g.kw = filter.dims()[3];
+    g.groups = detail::int_attr(ctx, "groups", 1);
+    g.strides = detail::ints_attr<2>(ctx, "strides", {1, 1});
+    g.paddings = detail::ints_attr<2>(ctx, "paddings", {0, 0});
+    g.dilations = detail::ints_attr<2>(ctx, "dilations", {1, 1});
+    require(g.groups >= 1 && g.c % g.groups == 0 && g.oc % g.groups == 0, ctx,
+            "groups (" + std::to_string(g.groups) + ") must divide the input channels (" +
+                std::to_string(g.c) + ") and the output channels (" + std::to_string(g.oc) + ")");
+    require(filter.dims()[1] * g.groups == g.c, ctx,
+            "Filter " + filter.dims().to_string() + " does not fit Input " + input.dims().to_string() +
+                " with " + std::to_string(g.groups) + " group(s): Filter's dimension 1 must be C / groups");
+    for (int i = 0; i < 2; ++i) {
+      require(g.strides[i] >= 1, ctx, "strides must be positive");
+      require(g.dilations[i] >= 1, ctx, "dilations must be positive");
+      require(g.paddings[i] >= 0, ctx, "paddings must not be negative");
+    }
+    const std::int64_t extent_h = g.dilations[0] * (g.kh - 1) + 1, extent_w = g.dilations[1] * (g.kw - 1) + 1;
+    require(
+        g.h + 2 * g.paddings[0] >= extent_h && g.w + 2 * g.paddings[1] >= extent_w && g.kh > 0 && g.kw > 0,
+        ctx,
+        "the filter " + filter.dims().to_string() + " does not fit the padded input " +
+            input.dims().to_string());
+    g.oh = (g.h + 2 * g.paddings[0] - extent_h) / g.strides[0] + 1;
+    g.ow = (g.w + 2 * g.paddings[1] - extent_w) / g.strides[1] + 1;
+    return g;
+  }
+};
+
+namespace detail {
+// The columns of one group of one image: row (c, ki, kj), column (y, x) holds the input
+// pixel under filter tap (ki, kj) at output position (y, x), zero in the padding.
+template <class T>
+void im2col(const conv2d_geometry& g, std::int64_t channels, const T* src, T* col) {
+  const std::int64_t plane = g.oh * g.ow;
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t ki = 0; ki < g.kh; ++ki)
+      for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+        T* dst = col + ((c * g.kh + ki) * g.kw + kj) * plane;
+        const T* channel = src + c * g.h * g.w;
+        for (std::int64_t y = 0; y < g.oh; ++y) {
+          const std::int64_t iy = y * g.strides[0] - g.paddings[0] + ki * g.dilations[0];
+          T* row = dst + y * g.ow;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(row, row + g.ow, T(0));
+            continue;
+          }
+          for (std::int64_t x = 0; x < g.ow; ++x) {
+            const std::int64_t ix = x * g.strides[1] - g.paddings[1] + kj * g.dilations[1];
+            row[x] = ix >= 0 && ix < g.w ? channel[iy * g.w + ix] : T(0);
+          }
+        }
+      }
+}
+}  // namespace detail
+
+// Plain CPU: per image and group, Output[oc, y*x] = Filter[oc, c*kh*kw] x columns[c*kh*kw, y*x].
+template <class T>
+struct conv2d_cpu {
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+
+  void operator()(execution_context& ctx) const {
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
+    const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
+    const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, taps = cg * g.kh * g.kw,
+                       plane = g.oh * g.ow;
+    std::vector<T> col(std::size_t(taps * plane));
+    const T* x = input.data<T>();
+    const T* w = filter.data<T>();
+    T* y = out.data<T>();
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t group = 0; group < g.groups; ++group) {
+        detail::im2col(g, cg, x + (n * g.c + group * cg) * g.h * g.w, col.data());
+        detail::gemm<T>(ocg, plane, taps, w + group * ocg * taps, taps, col.data(), plane,
+                        y + (n * g.oc + group * ocg) * plane, plane);
+      }
+    detail::set_output(ctx, "Output", std::move(out));
+  }
+};
+
+#if FLUIDK_OPS_ONEDNN
+// oneDNN: the convolution primitive in the layouts it chooses.
+template <class T>
+struct conv2d_onednn {
+  static_assert(std::is_same_v<T, float>, "the oneDNN conv2d kernel computes in float");
+  using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
+
+  void operator()(execution_context& ctx) const {
+    using dnnl::memory;
+    const Tensor& input = detail::input(ctx, "Input");
+    const Tensor& filter = detail::input(ctx, "Filter");
+    const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    onednn_context& dnn = detail::onednn_of(ctx);
+    const auto f32 = memory::data_type::f32;
+    const memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};
+    const memory::dims wei_dims = g.groups == 1
+                                      ? memory::dims{g.oc, g.c, g.kh, g.kw}
+                                      : memory::dims{g.groups, g.oc / g.groups, g.c / g.groups, g.kh, g.kw};
+    const dnnl::convolution_forward::primitive_desc pd =
+        choose(g, input.layout(), ctx.kernel().layout(), dnn);
+    // The source as fluidk gave it (nChw8c or nChw16c), reordered if oneDNN wants another.
+    memory src = detail::reordered(detail::onednn_memory_of(input, dnn.engine()), pd.src_desc(), dnn);
+    // The weights in the format oneDNN asks for. A grouped filter is made row-major first,
+    // so that the group can be split off as a leading dimension of the same storage.
+    const Tensor grouped_filter = g.groups == 1 ? filter : detail::row_major(filter);
+    memory user_weights =
+        g.groups == 1 ? detail::onednn_memory_of(filter, dnn.engine())
+                      : memory(memory::desc(wei_dims, f32, memory::format_tag::goihw), dnn.engine(),
+                               static_cast<std::byte*>(grouped_filter.handle()) + grouped_filter.offset());
+    memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
+
+    // The output in the layout oneDNN chose, when fluidk has a name for it; else reordered
+    // into the kernel's own layout.
+    const data_layout chosen = detail::fluidk_layout_of(
+        pd.dst_desc(), dst_dims,
+        {data_layout::nChw16c, data_layout::nChw8c, data_layout::nchw, data_layout::nhwc});
+    const data_layout kernel_layout = blocked_layout(ctx.kernel().layout(), input.layout());
+    Tensor out(g.output_dims(), data_type::float32, ctx.place(),
+               chosen != data_layout::any ? chosen : kernel_layout);
+    memory dst = detail::onednn_memory_of(out, dnn.engine());
+    memory result = chosen != data_layout::any ? dst : memory(pd.dst_desc(), dnn.engine());
+    dnnl::convolution_forward(pd).execute(
+        dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}});
+    if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
+    dnn.wait();
+    detail::set_output(ctx, "Output", std::move(out));
+  }
+
+ private:
+  using pd_type = dnnl::convolution_forward::primitive_desc;
+
+  // The blocked layout the kernel runs as (nChw8c or nChw16c): its key's, else the input's.
+  static data_layout blocked_layout(data_layout kernel, data_layout input) {
+    if (kernel == data_layout::nChw8c || kernel == data_layout::nChw16c) return kernel;
+    return input == data_layout::nChw16c ? data_layout::nChw16c : data_layout::nChw8c;
+  }
+
+  static dnnl::convolution_forward::desc make_desc(const conv2d_geometry& g,
+                                                   dnnl::memory::format_tag data_format) {
+    using dnnl::memory;
+    const auto f32 = memory::data_type::f32;
+    const memory::dims wei_dims = g.groups == 1
+                                      ? memory::dims{g.oc, g.c, g.kh, g.kw}
+                                      : memory::dims{g.groups, g.oc / g.groups, g.c / g.groups, g.kh, g.kw};
+    return {dnnl::prop_kind::forward_inference,
+            dnnl::algorithm::convolution_direct,
+            memory::desc({g.n, g.c, g.h, g.w}, f32, data_format),
+            memory::desc(wei_dims, f32, memory::format_tag::any),
+            memory::desc({g.n, g.oc, g.oh, g.ow}, f32, data_format),
+            {g.strides[0], g.strides[1]},
+            {g.dilations[0] - 1, g.dilations[1] - 1},
+            {g.paddings[0], g.paddings[1]},
+            {g.paddings[0], g.paddings[1]}};
+  }
+
+  // The primitive: created with the format `any` for source, weights and destination, and
+  // oneDNN's implementations walked in its order of preference to the first that puts the
+  // output in a blocked layout (oneDNN 2.6 on AVX-512 CPUs prefers an NHWC implementation
+  // first). When none does, source and destination are asked for in the kernel's blocked
+  // layout; when oneDNN cannot do that either, its first choice stands (and the output is
+  // reordered into the kernel's layout).
+  static pd_type choose(const conv2d_geometry& g, data_layout input, data_layout kernel,
+                        onednn_context& dnn) {
+    const dnnl::memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};
+    auto blocked = [&](const pd_type& pd) {
+      return detail::fluidk_layout_of(pd.dst_desc(), dst_dims, {data_layout::nChw8c, data_layout::nChw16c}) !=
+             data_layout::any;
+    };
+    // (The descriptions outlive the walk: oneDNN's iterator reads them on each step.)
+    const dnnl::convolution_forward::desc any = make_desc(g, dnnl::memory::format_tag::any);
+    pd_type walk(any, dnn.engine());
+    do {
+      if (blocked(walk)) return walk;
+    } while (walk.next_impl());
+    const dnnl::convolution_forward::desc in_kernel_layout =
+        make_desc(g, onednn_format(blocked_layout(kernel, input)));
+    const pd_type forced(in_kernel_layout, dnn.engine(), true);
+    if (forced) return forced;
+    return {any, dnn.engine()};
+  }
+};
+
+namespace detail {
+inline constexpr auto conv2d_onednn_kernels =
+    fluidk::kernels_on<cpu, library::onednn>(conv2d_onednn<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto conv2d_onednn_kernels = no_kernels();
+}
+#endif
+
+struct conv2d {
+  static constexpr std::string_view name = "conv2d";
+  static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
+  static constexpr std::array<std::string_view, 1> outputs{"Output"};
+  // Where the expected kernel type has no kernel (use_onednn with double data or in a build
+  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
+  // same data type runs, counted and reported once as a fallback.
+  static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
+  static constexpr auto kernels = fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}), detail::conv2d_onednn_kernels);
+};
+
+}  // namespace fluidk::ops

@@ -1,0 +1,135 @@
+// What the example operators share: errors that name the operator, attribute readers that
+// accept Fluid's int and int64 kinds, shape helpers, and writing an output with (or
+// without) sequence offsets in both the runtime path (variables) and the static path
+// (bare tensors).
+#pragma once
+
+#include <array>
+#include <boost/hana/basic_tuple.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/lod_tensor.hpp>
+#include <fluidk/tensor.hpp>
+#include <fluidk/transforms/cpu.hpp>
+#include <fluidk/transforms/runtime.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// 1 when the oneDNN kernels are compiled in (fluidk_onednn_dep defines FLUIDK_HAS_ONEDNN).
+#if defined(FLUIDK_HAS_ONEDNN) && FLUIDK_HAS_ONEDNN
+#define FLUIDK_OPS_ONEDNN 1
+#else
+#define FLUIDK_OPS_ONEDNN 0
+#endif
+
+namespace fluidk::ops::detail {
+
+// The kernel group of a backend that is not compiled in: no entries. An operator lists each
+// backend's group in its make_kernels(...) unconditionally; a backend header that is left
+// out contributes this.
+constexpr auto no_kernels() { return boost::hana::make_basic_tuple(); }
+
+// An error whose message starts with the operator's name.
+[[noreturn]] inline void fail(const execution_context& ctx, const std::string& what) {
+  throw error("operator '" + std::string(ctx.op_type()) + "': " + what);
+}
+inline void require(bool condition, const execution_context& ctx, const std::string& what) {
+  if (!condition) fail(ctx, what);
+}
+
+// An integer attribute stored as int or int64, or `fallback` when absent.
+inline std::int64_t int_attr(const execution_context& ctx, std::string_view name, std::int64_t fallback) {
+  const attribute* a = ctx.attributes().find(name);
+  if (a == nullptr) return fallback;
+  if (const auto* v = std::get_if<std::int32_t>(a)) return *v;
+  if (const auto* v = std::get_if<std::int64_t>(a)) return *v;
+  fail(ctx,
+       "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not int or int64");
+}
+
+// A list attribute of exactly N integers stored as ints or int64s, or `fallback` when absent.
+template <std::size_t N>
+std::array<std::int64_t, N> ints_attr(const execution_context& ctx, std::string_view name,
+                                      std::array<std::int64_t, N> fallback) {
+  const attribute* a = ctx.attributes().find(name);
+  if (a == nullptr) return fallback;
+  std::vector<std::int64_t> values;
+  if (const auto* v = std::get_if<std::vector<std::int32_t>>(a))
+    values.assign(v->begin(), v->end());
+  else if (const auto* w = std::get_if<std::vector<std::int64_t>>(a))
+    values = *w;
+  else
+    fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) +
+                  ", not ints or int64s");
+  if (values.size() != N)
+    fail(ctx, "attribute '" + std::string(name) + "' needs " + std::to_string(N) + " values, but has " +
+                  std::to_string(values.size()));
+  std::array<std::int64_t, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = values[i];
+  return out;
+}
+
+// The input of a slot as a tensor that holds data; an error naming the slot otherwise.
+inline const Tensor& input(const execution_context& ctx, std::string_view slot, std::size_t i = 0) {
+  const Tensor& t = ctx.input(slot, i);
+  require(t.initialized(), ctx, "input '" + std::string(slot) + "' holds no data");
+  return t;
+}
+
+// True when an optional input slot is given and holds data.
+inline bool has_input(const execution_context& ctx, std::string_view slot) {
+  const auto args = ctx.inputs(slot);
+  if (args.empty() || args[0].empty()) return false;
+  if (Variable* v = args[0].variable(); v != nullptr && !v->is<LoDTensor>()) return false;
+  return args[0].tensor().initialized();
+}
+
+// The tensor in its logical row-major order (NCHW for 4-D data): unchanged when it already
+// is (any, NCHW, NC), else re-laid-out by fluidk's transforms (NHWC and the blocked layouts).
+inline Tensor row_major(const Tensor& t) {
+  if (t.layout() == data_layout::any || t.layout() == data_layout::nchw || t.layout() == data_layout::nc)
+    return t;
+  return transform(t, kernel_key{t.place(), t.dtype(), data_layout::nchw, library_type::plain});
+}
+
+// Elements of a tensor's storage (blocked layouts include their zero padding lanes):
+// what an elementwise kernel runs over when its inputs share one layout.
+inline std::int64_t storage_elements(const Tensor& t) {
+  return std::int64_t(t.storage_bytes() / size_of(t.dtype()));
+}
+
+// The product of dims [begin, end).
+inline std::int64_t product(const dims& d, std::size_t begin, std::size_t end) {
+  std::int64_t n = 1;
+  for (std::size_t i = begin; i < end; ++i) n *= d[i];
+  return n;
+}
+
+// The sequence offsets of an input: its LoD when the argument is a LoDTensor variable, else
+// none (a bare tensor of the static path).
+inline const lod& input_lod(const execution_context& ctx, std::string_view slot, std::size_t i = 0) {
+  static const lod none;
+  const kernel_arg& arg = ctx.input_arg(slot, i);
+  if (Variable* v = arg.variable(); v != nullptr && v->is<LoDTensor>()) return v->get<LoDTensor>().lod();
+  return none;
+}
+
+// Writes a dense output: a LoDTensor with these offsets into a variable, or the bare tensor
+// of the static path (where offsets cannot be kept). The offsets are copied before the
+// output is replaced, so an output that is also an input is safe.
+inline void set_output(const execution_context& ctx, std::string_view slot, Tensor value,
+                       const lod& offsets = {}) {
+  kernel_arg& arg = ctx.output_arg(slot);
+  if (arg.variable() != nullptr) {
+    LoDTensor result(std::move(value), offsets);
+    arg.mutable_lod_tensor() = std::move(result);
+  } else {
+    arg.mutable_tensor() = std::move(value);
+  }
+}
+
+}  // namespace fluidk::ops::detail

@@ -1,0 +1,141 @@
+// fc (Input, W, Bias -> Out): Fluid's fully connected layer, Out = Input x W + Bias. Input is
+// read as a matrix by its first in_num_col_dims dimensions (default 1) and the rest; W is
+// [K, N]; Bias, optional, is [N] or [1, N] and added to every row. Out has Input's leading
+// dimensions and N, and its sequence offsets.
+//
+// Kernels: CPU plain (float, double: a blocked GEMM) and CPU oneDNN (float: the inner
+// product primitive, its weights reordered into the format oneDNN asks for). Other places
+// add their groups to `kernels`.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/operator.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ops/detail/common.hpp"
+#include "ops/detail/gemm.hpp"
+#if FLUIDK_OPS_ONEDNN
+#include "ops/detail/onednn.hpp"
+#endif
+
+namespace fluidk::ops {
+
+struct fc_geometry {
+  std::int64_t m, k, n;
+  bool bias;
+  dims out;
+
+  static fc_geometry of(const execution_context& ctx, const Tensor& input, const Tensor& w) {
+    const std::int64_t in_cols = detail::int_attr(ctx, "in_num_col_dims", 1);
+    detail::require(in_cols >= 1 && std::size_t(in_cols) < input.dims().rank(), ctx,
+                    "in_num_col_dims (" + std::to_string(in_cols) +
+                        ") must be in [1, rank of Input) for Input " + input.dims().to_string());
+    detail::require(w.dims().rank() == 2, ctx, "W must be 2-D [K, N], not " + w.dims().to_string());
+    fc_geometry g{};
+    g.m = detail::product(input.dims(), 0, std::size_t(in_cols));
+    g.k = detail::product(input.dims(), std::size_t(in_cols), input.dims().rank());
+    g.n = w.dims()[1];
+    detail::require(g.k == w.dims()[0], ctx,
+                    "Input " + input.dims().to_string() + " read as [" + std::to_string(g.m) + ", " +
+                        std::to_string(g.k) + "] does not fit W " + w.dims().to_string());
+    g.bias = detail::has_input(ctx, "Bias");
+    if (g.bias) {
+      const dims& b = ctx.input("Bias").dims();
+      detail::require(b.numel() == g.n && (b.rank() == 1 || (b.rank() == 2 && b[0] == 1)), ctx,
+                      "Bias must be [" + std::to_string(g.n) + "] or [1, " + std::to_string(g.n) + "], not " +
+                          b.to_string());
+    }
+    std::vector<std::int64_t> out(input.dims().begin(), input.dims().begin() + in_cols);
+    out.push_back(g.n);
+    g.out = dims(std::span<const std::int64_t>(out));
+    return g;
+  }
+};
+
+template <class T>
+struct fc_cpu {
+  void operator()(execution_context& ctx) const {
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor w = detail::row_major(detail::input(ctx, "W"));
+    const fc_geometry g = fc_geometry::of(ctx, input, w);
+    Tensor out(g.out, data_type_of<T>, ctx.place());
+    T* y = out.data<T>();
+    if (g.bias) {  // start from the bias in every row, then accumulate the product
+      const T* b = ctx.input("Bias").data<T>();
+      for (std::int64_t i = 0; i < g.m; ++i) std::copy(b, b + g.n, y + i * g.n);
+    }
+    detail::gemm<T>(g.m, g.n, g.k, input.data<T>(), g.k, w.data<T>(), g.n, y, g.n, g.bias);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+  }
+};
+
+#if FLUIDK_OPS_ONEDNN
+template <class T>
+struct fc_onednn {
+  static_assert(std::is_same_v<T, float>, "the oneDNN fc kernel computes in float");
+
+  void operator()(execution_context& ctx) const {
+    using dnnl::memory;
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor w = detail::row_major(detail::input(ctx, "W"));
+    const fc_geometry g = fc_geometry::of(ctx, input, w);
+    onednn_context& dnn = detail::onednn_of(ctx);
+    const auto f32 = memory::data_type::f32;
+    Tensor out(g.out, data_type::float32, ctx.place());
+    memory src = detail::onednn_plain_memory(input, {g.m, g.k}, dnn.engine());
+    memory dst = detail::onednn_plain_memory(out, {g.m, g.n}, dnn.engine());
+    // oneDNN's weights are [N, K]; W [K, N] in row-major order is their `io` format.
+    memory user_weights(memory::desc({g.n, g.k}, f32, memory::format_tag::io), dnn.engine(),
+                        static_cast<std::byte*>(w.handle()) + w.offset());
+    const memory::desc any_weights({g.n, g.k}, f32, memory::format_tag::any);
+    using ip = dnnl::inner_product_forward;
+    const auto inference = dnnl::prop_kind::forward_inference;
+    if (g.bias) {
+      const Tensor& b = ctx.input("Bias");
+      memory bias = detail::onednn_plain_memory(b, {g.n}, dnn.engine());
+      const ip::primitive_desc pd(
+          ip::desc(inference, src.get_desc(), any_weights, bias.get_desc(), dst.get_desc()), dnn.engine());
+      memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
+      ip(pd).execute(
+          dnn.stream(),
+          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    } else {
+      const ip::primitive_desc pd(ip::desc(inference, src.get_desc(), any_weights, dst.get_desc()),
+                                  dnn.engine());
+      memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
+      ip(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    }
+    dnn.wait();
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+  }
+};
+namespace detail {
+inline constexpr auto fc_onednn_kernels = fluidk::kernels_on<cpu, library::onednn>(fc_onednn<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto fc_onednn_kernels = no_kernels();
+}
+#endif
+
+struct fc {
+  static constexpr std::string_view name = "fc";
+  static constexpr std::array<std::string_view, 3> inputs{"Input", "W", "Bias"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  // Where the expected kernel type has no kernel (use_onednn with double data or in a build
+  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
+  // same data type runs, counted and reported once as a fallback.
+  static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
+  static constexpr auto kernels = fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(fc_cpu<float>{}, fc_cpu<double>{}), detail::fc_onednn_kernels);
+};
+
+}  // namespace fluidk::ops

@@ -1,0 +1,87 @@
+// relu (X -> Out): Out = max(X, 0), elementwise, in X's layout and with X's sequence offsets.
+//
+// Kernels: CPU plain (float, double) and CPU oneDNN (float: the eltwise primitive). The
+// oneDNN kernel is declared for the wildcard layout and for nChw8c and nChw16c, so that
+// blocked data from a oneDNN conv2d stays blocked. Other places add their groups to
+// `kernels`.
+#pragma once
+
+#include <array>
+#include <boost/mp11/list.hpp>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/operator.hpp>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "ops/detail/common.hpp"
+#if FLUIDK_OPS_ONEDNN
+#include "ops/detail/onednn.hpp"
+#endif
+
+namespace fluidk::ops {
+
+// Elementwise over the storage, so any layout works (a blocked layout's padding lanes are
+// zero, and stay zero).
+template <class T>
+struct relu_cpu {
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = detail::input(ctx, "X");
+    Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
+    const T* in = x.data<T>();
+    T* y = out.data<T>();
+    const std::int64_t n = detail::storage_elements(x);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = in[i] > T(0) ? in[i] : T(0);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+
+#if FLUIDK_OPS_ONEDNN
+template <class T>
+struct relu_onednn {
+  static_assert(std::is_same_v<T, float>, "the oneDNN relu kernel computes in float");
+  using layouts = boost::mp11::mp_list<layout::any, layout::nChw8c, layout::nChw16c>;
+
+  void operator()(execution_context& ctx) const {
+    using dnnl::memory;
+    const Tensor& x = detail::input(ctx, "X");
+    Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
+    if (x.numel() > 0) {
+      onednn_context& dnn = detail::onednn_of(ctx);
+      // Elementwise over the storage: any layout, padding lanes included (relu keeps 0 at 0).
+      const memory::dims shape{detail::storage_elements(x)};
+      memory src = detail::onednn_plain_memory(x, shape, dnn.engine());
+      memory dst = detail::onednn_plain_memory(out, shape, dnn.engine());
+      const dnnl::eltwise_forward::primitive_desc pd(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu,
+                                      src.get_desc(), 0.f, 0.f),
+          dnn.engine());
+      dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      dnn.wait();
+    }
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto relu_onednn_kernels = fluidk::kernels_on<cpu, library::onednn>(relu_onednn<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto relu_onednn_kernels = no_kernels();
+}
+#endif
+
+struct relu {
+  static constexpr std::string_view name = "relu";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  // Where the expected kernel type has no kernel (use_onednn with double data or in a build
+  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
+  // same data type runs, counted and reported once as a fallback.
+  static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
+  static constexpr auto kernels = fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(relu_cpu<float>{}, relu_cpu<double>{}), detail::relu_onednn_kernels);
+};
+
+}  // namespace fluidk::ops
