@@ -167,9 +167,12 @@ inline void run_layout(const std::byte* src, data_layout from, std::size_t se, s
 // `from` to layout `to`, bit for bit, for elements of `elem_size` = 1, 2, 4 or 8 bytes. Blocked
 // layouts pad C to a multiple of the block: padding lanes are written as zeros going in and
 // dropped coming out. Every pair among NCHW, NHWC, nChw8c and nChw16c is one direct pass; the
-// same layout on both sides is a plain copy. `threads` caps the OpenMP threads (0: OpenMP's
-// default); small tensors stay on one thread. src and dst must not overlap; src is only read.
-// Throws fluidk::not_registered for a pair it cannot transform or a shape of the wrong rank.
+// same layout on both sides is a plain copy (`any`, a wildcard rather than a memory order, only
+// to itself). `threads` caps the OpenMP threads (0: OpenMP's default); a transform that moves
+// under 512 KB (read + written) stays on the calling thread whatever is asked. src and dst must
+// not overlap; src is only read.
+// Throws fluidk::not_registered, before touching dst, for a pair it cannot transform or a shape
+// of the wrong rank, naming both layouts and the shape.
 inline void reorder(const std::byte* src, data_layout from, std::byte* dst, data_layout to, const dims& shape,
                     std::size_t elem_size, int threads = 0) {
   detail::check_elem_size(elem_size);
