@@ -48,10 +48,12 @@ class kernel_arg {
 
  private:
   Variable& checked_variable() const {
-    if (variable_ == nullptr)
-      throw error(tensor_ != nullptr ? "this argument is a bare tensor; LoD and SelectedRows need a variable"
-                                     : "this argument is empty");
+    if (variable_ == nullptr) no_variable();
     return *variable_;
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void no_variable() const {
+    throw error(tensor_ != nullptr ? "this argument is a bare tensor; LoD and SelectedRows need a variable"
+                                   : "this argument is empty");
   }
 
   Variable* variable_ = nullptr;
@@ -143,10 +145,13 @@ class execution_context {
     throw error("operator '" + std::string(op_) + "' has no " + what + " slot '" + std::string(slot) + "'");
   }
   kernel_arg& arg(const slot_args& args, std::size_t slot, std::size_t i, const char* what) const {
-    if (slot >= args.slot_count() || i >= args.slot(slot).size())
-      throw error("operator '" + std::string(op_) + "': " + what + " " + std::to_string(slot) + "[" +
-                  std::to_string(i) + "] was not given");
+    if (slot >= args.slot_count() || i >= args.slot(slot).size()) missing(slot, i, what);
     return args.slot(slot)[i];
+  }
+  // Out of line and cold: every kernel calls arg(), and the message is only built on error.
+  [[noreturn, gnu::cold, gnu::noinline]] void missing(std::size_t slot, std::size_t i, const char* what) const {
+    throw error("operator '" + std::string(op_) + "': " + what + " " + std::to_string(slot) + "[" +
+                std::to_string(i) + "] was not given");
   }
 
   std::string_view op_;

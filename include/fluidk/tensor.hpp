@@ -143,14 +143,18 @@ class Tensor {
   }
 
  private:
+  // The check is inline, the messages out of line: typed access is on every kernel's path.
   void check_access(data_type requested) const {
+    if (!initialized() || requested != dtype_ || !place_.host_accessible()) [[unlikely]]
+      access_error(requested);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void access_error(data_type requested) const {
     if (!initialized()) throw error("typed access to a tensor that holds no data");
     if (requested != dtype_)
       throw error("typed access as " + std::string(name_of(requested)) + " to " + describe() +
                   ", which holds " + std::string(name_of(dtype_)));
-    if (!place_.host_accessible())
-      throw error("host access to " + describe() + ", whose memory the host cannot read; copy it to " +
-                  cpu_place.to_string() + " first");
+    throw error("host access to " + describe() + ", whose memory the host cannot read; copy it to " +
+                cpu_place.to_string() + " first");
   }
 
   fluidk::dims dims_;
