@@ -185,18 +185,21 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
 
 TEST_CASE("large layout transforms give the same bytes on one thread and on several",
           "[transforms][threads]") {
-  const dims s{3, 40, 37, 41};  // above the size where a transform goes parallel, odd extents
-  for (kernels::isa level : supported_isas()) {
-    kernels::isa_scope scope(level);
-    for (data_layout from : layouts4d)
-      for (data_layout to : layouts4d) {
-        INFO(describe(from, to, s));
-        const bytes src = random_bytes(std::size_t(storage_of(from, s)) * 4, 9);
-        const bytes one = run_reorder(src, from, to, s, 4, 1);
-        CHECK(difference(run_reorder(src, from, to, s, 4, 2), one) == "");
-        CHECK(difference(one, naive_reorder(src, from, to, s, 4)) == "");
-      }
-  }
+  // Above the size where a transform goes parallel and prefetches, odd extents; the second has
+  // more pixels than NCHW -> NHWC takes in one block, an odd tail block, and 9 chunks (two groups
+  // of four and one more).
+  for (const dims& s : {dims{3, 40, 37, 41}, dims{2, 72, 37, 47}})
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope scope(level);
+      for (data_layout from : layouts4d)
+        for (data_layout to : layouts4d) {
+          INFO(describe(from, to, s));
+          const bytes src = random_bytes(std::size_t(storage_of(from, s)) * 4, 9);
+          const bytes one = run_reorder(src, from, to, s, 4, 1);
+          CHECK(difference(run_reorder(src, from, to, s, 4, 2), one) == "");
+          CHECK(difference(one, naive_reorder(src, from, to, s, 4)) == "");
+        }
+    }
 }
 
 TEST_CASE("Fluid's layout case: NHWC [2,3,1,2] becomes NCHW [2,2,3,1], input unchanged", "[transforms]") {

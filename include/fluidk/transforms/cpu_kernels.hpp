@@ -147,7 +147,7 @@ inline void run_layout(const std::byte* src, data_layout from, std::size_t se, s
   if (!is_4d_layout(from) || !is_4d_layout(to)) no_layout_transform(from, to, shape);
   const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
                              storage_elements(to, shape, from, to) * std::int64_t(de);
-  layout_job job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3]);
+  layout_job job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de);
   if (job.items() == 0) return;
   job.prefetch = bytes >= prefetch_min_bytes;
   const int nt = threads_for(bytes, threads);

@@ -142,7 +142,7 @@ struct layout_job {
 
 // The pieces of from -> to for logical dims [N, C, H, W] (both layouts 4-D and different).
 inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t n, std::int64_t c,
-                                  std::int64_t hw) noexcept {
+                                  std::int64_t hw, std::size_t se, std::size_t de) noexcept {
   layout_job j;
   j.s = side_of(from, c, hw);
   j.d = side_of(to, c, hw);
@@ -152,19 +152,27 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
   j.d_pads = j.d.kind == side_kind::blocked;
   j.s_padded = j.s.kind == side_kind::blocked;
   j.q_count = j.d_pads ? (c + j.d.block - 1) / j.d.block * j.d.block / 8 : (c + 7) / 8;
-  // Planar <-> blocked moves whole contiguous planes, and planar -> NHWC whole images a group of
-  // chunks at a time (fewer streams in flight than all channels at once): no pixel blocking.
-  // Gathering from NHWC (to planar or blocked) reads each pixel's channels a chunk at a time: a
-  // block of pixels keeps those lines in L1 while all chunks of the block go by.
-  const bool whole =
-      j.s.kind == side_kind::planar || (j.s.kind == side_kind::blocked && j.d.kind == side_kind::planar);
-  j.p_block = whole ? std::max<std::int64_t>(hw, 1) : 64;
-  // The chunks of a pixel that a planar source fills together: a whole nChw16c block (one cache
-  // line of float), or four chunks of an NHWC pixel (two lines; measured best on Sapphire Rapids:
-  // enough to write whole lines, few enough source rows in flight).
-  if (j.s.kind == side_kind::planar && j.d.kind == side_kind::blocked) j.group = j.d.block / 8;
-  if (j.s.kind == side_kind::planar && j.d.kind == side_kind::channels_last)
+  const std::int64_t all = std::max<std::int64_t>(hw, 1);
+  if (j.s.kind == side_kind::planar && j.d.kind == side_kind::channels_last) {
+    // Planar -> NHWC: four chunks of every pixel at a time (two lines of float), over a block of
+    // pixels whose source rows and target lines stay in L2 (~512 KB) while the next four chunks
+    // of the same pixels go by. Measured on Sapphire Rapids: whole images 6% slower, two chunks
+    // at a time 15% slower, all of them (64 source rows and pages in flight) 30% slower.
     j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;
+    const std::int64_t block =
+        (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
+    j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));
+  } else if (j.s.kind == side_kind::planar ||
+             (j.s.kind == side_kind::blocked && j.d.kind == side_kind::planar)) {
+    // Planar <-> blocked moves whole contiguous planes: no pixel blocking. A planar source fills
+    // a whole nChw16c block (one line of float) per pixel at a time.
+    if (j.d.kind == side_kind::blocked) j.group = j.d.block / 8;
+    j.p_block = all;
+  } else {
+    // Gathering from NHWC (to planar or blocked) reads each pixel's channels a chunk at a time: a
+    // block of pixels keeps those lines in L1 while all chunks of the block go by.
+    j.p_block = 64;
+  }
   j.p_blocks = hw == 0 ? 0 : (hw + j.p_block - 1) / j.p_block;
   return j;
 }
