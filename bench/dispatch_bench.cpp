@@ -112,8 +112,8 @@ void BM_dispatch_runtime(benchmark::State& state) {
   static constexpr std::array<std::uint32_t, 2> one{0, 1};
   std::array<kernel_arg, 1> in{kernel_arg(&f.x.tensor())};
   std::array<kernel_arg, 1> out{kernel_arg(&f.y)};
-  execution_context ctx(op.name(), op.inputs(), op.outputs(), context_of(cpu_place), kernel_type<cpu, float>::key(),
-                        {in, one}, {out, one});
+  execution_context ctx(op.name(), op.inputs(), op.outputs(), context_of(cpu_place),
+                        kernel_type<cpu, float>::key(), {in, one}, {out, one});
   data_type dtype = data_type::float32;
   for (auto _ : state) {
     benchmark::DoNotOptimize(dtype);
@@ -158,7 +158,8 @@ struct fluid_hash {
     return std::hash<std::size_t>()(h);
   }
 };
-using fluid_kernel_map = std::unordered_map<fluid_kernel_type, std::function<void(execution_context&)>, fluid_hash>;
+using fluid_kernel_map =
+    std::unordered_map<fluid_kernel_type, std::function<void(execution_context&)>, fluid_hash>;
 
 void BM_dispatch_fluid_style(benchmark::State& state) {
   fixture f;
@@ -174,8 +175,8 @@ void BM_dispatch_fluid_style(benchmark::State& state) {
   static constexpr std::array<std::uint32_t, 2> one{0, 1};
   std::array<kernel_arg, 1> in{kernel_arg(&f.x.tensor())};
   std::array<kernel_arg, 1> out{kernel_arg(&f.y)};
-  execution_context ctx(accumulate_op::name, accumulate_op::inputs, accumulate_op::outputs, context_of(cpu_place),
-                        kernel_type<cpu, float>::key(), {in, one}, {out, one});
+  execution_context ctx(accumulate_op::name, accumulate_op::inputs, accumulate_op::outputs,
+                        context_of(cpu_place), kernel_type<cpu, float>::key(), {in, one}, {out, one});
   const std::string type = "elementwise_add";
   int data_type = 5;
   for (auto _ : state) {

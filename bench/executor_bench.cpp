@@ -55,9 +55,8 @@ void BM_executor_chain(benchmark::State& state) {
   Executor executor(cpu_place);
   auto prepared = executor.prepare(ops, scope);
   for (auto _ : state) executor.run(prepared);
-  state.counters["per_op_ns"] =
-      benchmark::Counter(double(chain_length), benchmark::Counter::kIsIterationInvariantRate |
-                                                   benchmark::Counter::kInvert);
+  state.counters["per_op_ns"] = benchmark::Counter(
+      double(chain_length), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_executor_chain)->Unit(benchmark::kMicrosecond);
 
@@ -70,7 +69,8 @@ void BM_executor_chain_fluid_style(benchmark::State& state) {
   const auto ops = chain();
   std::unordered_map<std::string, std::function<void(execution_context&)>> registry;
   registry["pass_on"] = pass_on<float>{};
-  for (const char* other : {"conv2d", "relu", "mul", "softmax", "lookup_table", "sum"}) registry[other] = pass_on<float>{};
+  for (const char* other : {"conv2d", "relu", "mul", "softmax", "lookup_table", "sum"})
+    registry[other] = pass_on<float>{};
   static constexpr std::array<std::uint32_t, 2> one{0, 1};
   for (auto _ : state) {
     for (const op_invocation& op : ops) {
@@ -82,14 +82,14 @@ void BM_executor_chain_fluid_style(benchmark::State& state) {
       std::array<kernel_arg, 2> args{kernel_arg(in), kernel_arg(out)};
       const std::span<kernel_arg> all(args);
       execution_context ctx(pass_on_op::name, pass_on_op::inputs, pass_on_op::outputs, context_of(cpu_place),
-                            kernel_type<cpu, float>::key(), {all.first(1), one}, {all.subspan(1), one}, op.attrs);
+                            kernel_type<cpu, float>::key(), {all.first(1), one}, {all.subspan(1), one},
+                            op.attrs);
       kernel(ctx);
       scope.delete_scope(local);
     }
   }
-  state.counters["per_op_ns"] =
-      benchmark::Counter(double(chain_length), benchmark::Counter::kIsIterationInvariantRate |
-                                                   benchmark::Counter::kInvert);
+  state.counters["per_op_ns"] = benchmark::Counter(
+      double(chain_length), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_executor_chain_fluid_style)->Unit(benchmark::kMicrosecond);
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <cstring>
 #include <fluidk/device.hpp>
@@ -24,9 +23,9 @@ inline void fill_random(fluidk::Tensor& host, unsigned seed) {
 
 inline bool same_bytes(const fluidk::Tensor& a, const fluidk::Tensor& b) {
   return a.storage_bytes() == b.storage_bytes() &&
-         (a.storage_bytes() == 0 || std::memcmp(static_cast<const unsigned char*>(a.handle()) + a.offset(),
-                                                static_cast<const unsigned char*>(b.handle()) + b.offset(),
-                                                a.storage_bytes()) == 0);
+         (a.storage_bytes() == 0 ||
+          std::memcmp(static_cast<const unsigned char*>(a.handle()) + a.offset(),
+                      static_cast<const unsigned char*>(b.handle()) + b.offset(), a.storage_bytes()) == 0);
 }
 
 inline fluidk::Tensor host_copy(const fluidk::Tensor& t) { return fluidk::copy_to(t, fluidk::cpu_place); }
@@ -116,8 +115,8 @@ TEMPLATE_LIST_TEST_CASE("sequence offsets and selected rows survive the move to 
   CHECK(device_tests::same_bytes(device_tests::host_copy(moved_rows.value()), value));
 }
 
-TEMPLATE_LIST_TEST_CASE("a failed allocation names the place and the byte count, and leaks nothing", "[devices]",
-                        test_places) {
+TEMPLATE_LIST_TEST_CASE("a failed allocation names the place and the byte count, and leaks nothing",
+                        "[devices]", test_places) {
   using namespace fluidk;
   const place where = place::of<TestType>(0);
   const std::int64_t huge = std::int64_t(1) << 60;  // 8 EiB of doubles
@@ -128,11 +127,13 @@ TEMPLATE_LIST_TEST_CASE("a failed allocation names the place and the byte count,
   } catch (const allocation_error& e) {
     CHECK(e.where() == where);
     CHECK(e.bytes() == std::size_t(huge) * 8);
-    CHECK_THAT(e.what(), Catch::Contains(std::to_string(std::size_t(huge) * 8) + " bytes on " + where.to_string()));
+    CHECK_THAT(e.what(),
+               Catch::Contains(std::to_string(std::size_t(huge) * 8) + " bytes on " + where.to_string()));
   }
 }
 
-TEMPLATE_LIST_TEST_CASE("each place gives its context, and host access is checked", "[devices]", test_places) {
+TEMPLATE_LIST_TEST_CASE("each place gives its context, and host access is checked", "[devices]",
+                        test_places) {
   using namespace fluidk;
   const place where = place::of<TestType>(0);
   auto& context = context_of<TestType>(0);

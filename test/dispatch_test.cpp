@@ -1,9 +1,8 @@
 // Kernel registration and dispatch: one Hana map per operator, the static path resolved at
 // compile time, the runtime table generated from the same map, the expected-kernel-type
 // rules, fallback policy, listing and explain.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -64,10 +63,11 @@ struct conv2d {
   static constexpr std::string_view name = "conv2d_test";
   static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
   static constexpr std::array<std::string_view, 1> outputs{"Output"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
-                                               fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
-                                               fluidk::kernels_on<npu>(conv_npu<float>{}),
-                                               fluidk::kernels_on<npu, library::cudnn>(conv_npu_dnn<float>{}));
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
+                   fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
+                   fluidk::kernels_on<npu>(conv_npu<float>{}),
+                   fluidk::kernels_on<npu, library::cudnn>(conv_npu_dnn<float>{}));
 };
 
 // Elementwise: doubles its input; CPU float and double only.
@@ -107,15 +107,17 @@ struct cross_entropy {
   static constexpr std::array<std::string_view, 1> outputs{"Loss"};
   static constexpr std::string_view data_type_input = "Logits";
   static constexpr std::array<std::string_view, 1> no_transform_inputs{"Label"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(cross_entropy_cpu<float>{}, cross_entropy_cpu<double>{}),
-                                               fluidk::kernels_on<npu>(cross_entropy_cpu<float>{}));
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(cross_entropy_cpu<float>{}, cross_entropy_cpu<double>{}),
+                   fluidk::kernels_on<npu>(cross_entropy_cpu<float>{}));
 };
 
 // An operator whose kernel wants its second input cast to the kernel's data type.
 template <class T>
 struct add_cpu {
   void operator()(execution_context& ctx) const {
-    last_kernel = std::string(name_of(ctx.input(0).dtype())) + "+" + std::string(name_of(ctx.input(1).dtype()));
+    last_kernel =
+        std::string(name_of(ctx.input(0).dtype())) + "+" + std::string(name_of(ctx.input(1).dtype()));
     last_key = ctx.kernel();
   }
 };
@@ -148,13 +150,15 @@ const operator_info& crf_info = register_operator<crf_decoding>();
 kernel_choice select_and_call(const operator_info& op, const kernel_key& expected,
                               data_layout preferred = data_layout::any) {
   const kernel_choice choice = choose_kernel(op, expected, preferred);
-  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(cpu_place), choice.chosen, {}, {});
+  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(cpu_place), choice.chosen, {},
+                            {});
   last_kernel.clear();
   (*choice.entry)(context);
   return choice;
 }
 
-Tensor filled(const dims& shape, data_type dtype, const place& where = cpu_place, data_layout layout = data_layout::any) {
+Tensor filled(const dims& shape, data_type dtype, const place& where = cpu_place,
+              data_layout layout = data_layout::any) {
   Tensor t(shape, dtype, cpu_place, layout);
   for (std::int64_t i = 0; i < t.numel(); ++i) {
     if (dtype == data_type::float32) t.data<float>()[i] = float(i);
@@ -189,13 +193,15 @@ TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs",
     CHECK_FALSE(choice.fell_back);
   }
   // The oneDNN kernel declared both blocked layouts: the input's own layout is preferred.
-  CHECK(select_and_call(conv_info, kernel_type<cpu, float, layout::any, library::onednn>::key(), data_layout::nChw16c)
+  CHECK(select_and_call(conv_info, kernel_type<cpu, float, layout::any, library::onednn>::key(),
+                        data_layout::nChw16c)
             .chosen.layout() == data_layout::nChw16c);
   // The same selections at compile time.
   using input = typed_tensor<cpu, float, layout::nchw>;
   static_assert(std::is_same_v<static_kernel_type<conv2d, target<npu, library::cudnn>, input, input>,
                                kernel_type<npu, float, layout::nchw, library::cudnn>>);
-  static_assert(std::is_same_v<static_kernel_type<conv2d, target<npu>, input, input>, kernel_type<npu, float>>);
+  static_assert(
+      std::is_same_v<static_kernel_type<conv2d, target<npu>, input, input>, kernel_type<npu, float>>);
   static_assert(std::is_same_v<static_kernel_type<conv2d, target<cpu, library::onednn>, input, input>,
                                kernel_type<cpu, float, layout::nChw8c, library::onednn>>);
   static_assert(std::is_same_v<static_kernel_type<conv2d, target<cpu, library::onednn>,
@@ -220,19 +226,22 @@ struct conv2d_cuda {
   static constexpr std::string_view name = "conv2d_cuda_test";
   static constexpr std::array<std::string_view, 1> inputs{"Input"};
   static constexpr std::array<std::string_view, 1> outputs{"Output"};
-  static constexpr auto kernels =
-      make_kernels(kernels_on<cpu>(conv_plain<float>{}), fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
-                   fluidk::kernels_on<cuda>(conv_cuda<float>{}), fluidk::kernels_on<cuda, library::cudnn>(conv_cudnn<float>{}));
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(conv_plain<float>{}),
+                                               fluidk::kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
+                                               fluidk::kernels_on<cuda>(conv_cuda<float>{}),
+                                               fluidk::kernels_on<cuda, library::cudnn>(conv_cudnn<float>{}));
 };
 }  // namespace
 
-TEST_CASE("with CUDA compiled in, an expected key of CUDA + cuDNN selects the cuDNN kernel", "[dispatch][cuda]") {
+TEST_CASE("with CUDA compiled in, an expected key of CUDA + cuDNN selects the cuDNN kernel",
+          "[dispatch][cuda]") {
   const operator_info& op = register_operator<conv2d_cuda>();
-  const kernel_choice choice = choose_kernel(op, kernel_type<cuda, float, layout::any, library::cudnn>::key(0));
+  const kernel_choice choice =
+      choose_kernel(op, kernel_type<cuda, float, layout::any, library::cudnn>::key(0));
   CHECK(choice.chosen == kernel_type<cuda, float, layout::any, library::cudnn>::key());
-  CHECK(choice.entry->kernel == &boost::hana::at_key(conv2d_cuda::kernels,
-                                                     boost::hana::type_c<kernel_type<cuda, float, layout::any,
-                                                                                     library::cudnn>>));
+  CHECK(choice.entry->kernel ==
+        &boost::hana::at_key(conv2d_cuda::kernels,
+                             boost::hana::type_c<kernel_type<cuda, float, layout::any, library::cudnn>>));
   using input = typed_tensor<cpu, float, layout::nchw>;
   static_assert(std::is_same_v<static_kernel_type<conv2d_cuda, target<cuda, library::cudnn>, input>,
                                kernel_type<cuda, float, layout::any, library::cudnn>>);
@@ -248,25 +257,28 @@ TEST_CASE("the runtime table is generated from the same map, and listed", "[disp
   for (const auto& [name, key] : list) conv_entries += name == "conv2d_test";
   CHECK(conv_entries == 6);
   CHECK(std::is_sorted(list.begin(), list.end()));
-  CHECK_THROWS_WITH(find_operator("conv3d"),
-                    Catch::Contains("unknown operator 'conv3d'; registered: ") && Catch::Contains("conv2d_test"));
-  CHECK_THROWS_WITH(choose_kernel(conv_info, kernel_type<cpu, std::int8_t>::key()),
-                    Catch::Contains("Operator (conv2d_test) does not have kernel for {data_type[int8_t]; "
-                                    "data_layout[ANY_LAYOUT]; place[Place(cpu)]; library_type[PLAIN]}; registered: ") &&
-                        Catch::Contains("{data_type[float]; data_layout[nChw8c]; place[Place(cpu)]; "
-                                        "library_type[ONEDNN]}"));
+  CHECK_THROWS_WITH(find_operator("conv3d"), Catch::Contains("unknown operator 'conv3d'; registered: ") &&
+                                                 Catch::Contains("conv2d_test"));
+  CHECK_THROWS_WITH(
+      choose_kernel(conv_info, kernel_type<cpu, std::int8_t>::key()),
+      Catch::Contains("Operator (conv2d_test) does not have kernel for {data_type[int8_t]; "
+                      "data_layout[ANY_LAYOUT]; place[Place(cpu)]; library_type[PLAIN]}; registered: ") &&
+          Catch::Contains("{data_type[float]; data_layout[nChw8c]; place[Place(cpu)]; "
+                          "library_type[ONEDNN]}"));
 }
 
-TEST_CASE("the major data type: inputs agree, or the operator names the input that decides", "[dispatch][dtype]") {
+TEST_CASE("the major data type: inputs agree, or the operator names the input that decides",
+          "[dispatch][dtype]") {
   const Tensor f = filled({2, 3}, data_type::float32);
   const Tensor d = filled({2, 3}, data_type::float64);
   const Tensor labels = filled({2}, data_type::int64);
   const std::vector<std::vector<const Tensor*>> agree{{&d}, {&d}};
   CHECK(expected_kernel_key(conv_info, cpu_place, agree).dtype() == data_type::float64);
   const std::vector<std::vector<const Tensor*>> disagree{{&f}, {&d}};
-  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, disagree),
-                    Catch::Contains("operator 'conv2d_test': its inputs disagree on the data type (Input is float, "
-                                    "Filter is double)"));
+  CHECK_THROWS_WITH(
+      expected_kernel_key(conv_info, cpu_place, disagree),
+      Catch::Contains("operator 'conv2d_test': its inputs disagree on the data type (Input is float, "
+                      "Filter is double)"));
   const std::vector<std::vector<const Tensor*>> logits_labels{{&f}, {&labels}};
   const kernel_key expected = expected_kernel_key(cross_entropy_info, cpu_place, logits_labels);
   CHECK(expected == kernel_type<cpu, float>::key());
@@ -287,10 +299,12 @@ TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][in
   const kernel_choice choice = run_operator(cross_entropy_info, place::of<npu>(1), in, out);
   CHECK(choice.chosen == kernel_type<npu, float>::key());
   CHECK(choice.chosen.place() == place::of<npu>(1));
-  CHECK(input_target_key(cross_entropy_info, 0, scope.get("logits").get<LoDTensor>(), choice.chosen).place() ==
-        place::of<npu>(1));
-  CHECK(identical(input_target_key(cross_entropy_info, 1, scope.get("labels").get<LoDTensor>(), choice.chosen),
-                  key_of(scope.get("labels").get<LoDTensor>())));
+  CHECK(
+      input_target_key(cross_entropy_info, 0, scope.get("logits").get<LoDTensor>(), choice.chosen).place() ==
+      place::of<npu>(1));
+  CHECK(
+      identical(input_target_key(cross_entropy_info, 1, scope.get("labels").get<LoDTensor>(), choice.chosen),
+                key_of(scope.get("labels").get<LoDTensor>())));
   CHECK(scope.get("logits").get<LoDTensor>().place() == cpu_place);  // the sources are untouched
 
   scope.var("x").set(LoDTensor(filled({4}, data_type::float32)));
@@ -304,9 +318,12 @@ TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][in
 TEST_CASE("configuration forces a library; an operator may force its place", "[dispatch][config]") {
   const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
   const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};
-  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() == library_type::onednn);
-  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() == library_type::onednn);
-  CHECK(expected_kernel_key(conv_info, place::of<npu>(0), in, {{"use_cudnn", true}}).library() == library_type::cudnn);
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() ==
+        library_type::onednn);
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() ==
+        library_type::onednn);
+  CHECK(expected_kernel_key(conv_info, place::of<npu>(0), in, {{"use_cudnn", true}}).library() ==
+        library_type::cudnn);
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("acc:1")}}).place() ==
         place::of<npu>(1));
   CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", std::int32_t(1)}}),
@@ -315,7 +332,8 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
   const std::vector<std::vector<const Tensor*>> one{{&x}};
   CHECK(expected_kernel_key(crf_info, place::of<npu>(0), one).place() == cpu_place);
   using npu_input = typed_tensor<npu, float>;
-  static_assert(std::is_same_v<static_kernel_type<crf_decoding, target<npu>, npu_input>, kernel_type<cpu, float>>);
+  static_assert(
+      std::is_same_v<static_kernel_type<crf_decoding, target<npu>, npu_input>, kernel_type<cpu, float>>);
 }
 
 TEST_CASE("fallback: an error without a policy, counted and reported once with one", "[dispatch][fallback]") {
@@ -325,10 +343,11 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
   const std::vector<std::vector<Variable*>> in{{&scope.get("x")}};
   const std::vector<std::vector<Variable*>> outs{{&out}};
 
-  CHECK_THROWS_WITH(run_operator(scale_none_info, place::of<npu>(0), in, outs),
-                    Catch::Contains("Operator (scale_no_fallback) does not have kernel for {data_type[float]; "
-                                    "data_layout[ANY_LAYOUT]; place[Place(acc:0)]; library_type[PLAIN]}; registered: "
-                                    "{data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]"));
+  CHECK_THROWS_WITH(
+      run_operator(scale_none_info, place::of<npu>(0), in, outs),
+      Catch::Contains("Operator (scale_no_fallback) does not have kernel for {data_type[float]; "
+                      "data_layout[ANY_LAYOUT]; place[Place(acc:0)]; library_type[PLAIN]}; registered: "
+                      "{data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]"));
 
   std::vector<std::string> reports;
   operator_registry::instance().set_fallback_reporter([&](const fallback_event& e) {
@@ -343,14 +362,16 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
   for (int i = 0; i < 3; ++i) CHECK(out.get<LoDTensor>().data<float>()[i] == float(2 * i));
   CHECK(scope.get("x").get<LoDTensor>().place() == place::of<npu>(0));  // the input itself stays
   REQUIRE(reports.size() == 1);
-  CHECK(reports[0] == "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(acc:0)]; "
-                      "library_type[PLAIN]} -> {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
-                      "library_type[PLAIN]}");
-  CHECK(operator_registry::instance().fallback_count("scale_with_fallback", kernel_type<npu, float>::key()) == 3);
+  CHECK(reports[0] ==
+        "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(acc:0)]; "
+        "library_type[PLAIN]} -> {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
+        "library_type[PLAIN]}");
+  CHECK(operator_registry::instance().fallback_count("scale_with_fallback", kernel_type<npu, float>::key()) ==
+        3);
 
   // From oneDNN to the plain kernel on the same place.
-  CHECK(choose_kernel(scale_fallback_info, kernel_type<cpu, float, layout::any, library::onednn>::key()).chosen ==
-        kernel_type<cpu, float>::key());
+  CHECK(choose_kernel(scale_fallback_info, kernel_type<cpu, float, layout::any, library::onednn>::key())
+            .chosen == kernel_type<cpu, float>::key());
   // The global policy turns every fallback off, or on.
   operator_registry::instance().set_global_fallback(fallback_policy::none);
   CHECK_THROWS_AS(run_operator(scale_fallback_info, place::of<npu>(0), in, outs), not_registered);
@@ -361,7 +382,8 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
 
   // Statically, the policy picks the CPU kernel at compile time and the input moves.
   using npu_input = typed_tensor<npu, float>;
-  static_assert(std::is_same_v<static_kernel_type<scale_fallback, target<npu>, npu_input>, kernel_type<cpu, float>>);
+  static_assert(
+      std::is_same_v<static_kernel_type<scale_fallback, target<npu>, npu_input>, kernel_type<cpu, float>>);
   static_assert(std::is_void_v<static_kernel_type<scale_none, target<npu>, npu_input>>);
   const npu_input x = tensor_cast<npu, float>(scope.get("x").get<LoDTensor>());
   Tensor y;
@@ -370,7 +392,8 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
   CHECK(y.data<float>()[2] == 4.f);
 }
 
-TEST_CASE("the static path runs the kernel the runtime path runs, with the same result", "[dispatch][static]") {
+TEST_CASE("the static path runs the kernel the runtime path runs, with the same result",
+          "[dispatch][static]") {
   typed_tensor<cpu, double> x({5});
   for (int i = 0; i < 5; ++i) x.data()[i] = i * 1.5;
   Tensor y;
@@ -395,7 +418,8 @@ TEST_CASE("explain says what a call does", "[dispatch][explain]") {
                        Catch::Contains("input Input[0]: layout NCHW->nChw8c on Place(cpu)"));
   const std::vector<std::vector<const Tensor*>> one{{&x}};
   CHECK_THAT(explain(scale_fallback_info, place::of<npu>(0), one), Catch::Contains("(fallback)"));
-  CHECK_THAT(explain(scale_none_info, place::of<npu>(0), one), Catch::Contains("kernel:   none (fluidk: Operator"));
+  CHECK_THAT(explain(scale_none_info, place::of<npu>(0), one),
+             Catch::Contains("kernel:   none (fluidk: Operator"));
 }
 
 TEST_CASE("many threads dispatch concurrently on the shared registry", "[dispatch][threads]") {

@@ -3,7 +3,6 @@
 // the transfer cache (reuse, and no stale data after a write), SelectedRows and LoD through
 // transforms, and executors running concurrently on scopes that share their weights.
 #include <catch2/catch.hpp>
-
 #include <fluidk/devices/opencl.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
@@ -26,9 +25,10 @@ void opencl_map(execution_context& ctx, const std::string& expression) {
     const std::lock_guard lock(mutex);
     cl_kernel& slot = kernels[{cl.context(), expression}];
     if (slot == nullptr) {
-      const std::string source = "__kernel void map(__global const float* in, __global float* out) {"
-                                 " size_t i = get_global_id(0); float x = in[i]; out[i] = " +
-                                 expression + "; }";
+      const std::string source =
+          "__kernel void map(__global const float* in, __global float* out) {"
+          " size_t i = get_global_id(0); float x = in[i]; out[i] = " +
+          expression + "; }";
       const char* text = source.c_str();
       cl_int status = CL_SUCCESS;
       cl_program program = clCreateProgramWithSource(cl.context(), 1, &text, nullptr, &status);
@@ -61,14 +61,17 @@ void opencl_map(execution_context& ctx, const std::string& expression) {
 
 void cpu_map(execution_context& ctx, float (*f)(float)) {
   const Tensor& in = ctx.input(0);
-  Tensor out(in.dims(), in.dtype(), cpu_place, in.layout() == data_layout::any ? data_layout::any : in.layout());
+  Tensor out(in.dims(), in.dtype(), cpu_place,
+             in.layout() == data_layout::any ? data_layout::any : in.layout());
   for (std::int64_t i = 0; i < in.numel(); ++i) out.data<float>()[i] = f(in.data<float>()[i]);
   ctx.output(0) = std::move(out);
 }
 
 template <class T>
 struct double_cpu {
-  void operator()(execution_context& ctx) const { cpu_map(ctx, [](float x) { return x + x; }); }
+  void operator()(execution_context& ctx) const {
+    cpu_map(ctx, [](float x) { return x + x; });
+  }
 };
 template <class T>
 struct double_opencl {
@@ -84,7 +87,9 @@ struct double_op {
 
 template <class T>
 struct increment_cpu {
-  void operator()(execution_context& ctx) const { cpu_map(ctx, [](float x) { return x + 1; }); }
+  void operator()(execution_context& ctx) const {
+    cpu_map(ctx, [](float x) { return x + 1; });
+  }
 };
 struct increment_op {  // runs on the CPU only, like crf_decoding
   static constexpr std::string_view name = "increment";
@@ -259,7 +264,8 @@ TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms",
   Scope scope;
   scope.var("rows").set(copy_to(SelectedRows({1, 4}, 6, iota({2, 3})), accelerator));
   scope.var("seq").set(copy_to(LoDTensor(iota({5, 2}), {{0, 2, 5}}), accelerator));
-  const std::vector<op_invocation> program{{"describe", {{"Rows", {"rows"}}, {"Sequences", {"seq"}}}, {{"Out", {"d"}}}, {}}};
+  const std::vector<op_invocation> program{
+      {"describe", {{"Rows", {"rows"}}, {"Sequences", {"seq"}}}, {{"Out", {"d"}}}, {}}};
   Executor executor(accelerator);
   executor.run(program, scope);
   CHECK(values(scope.get("d")) == std::vector<float>{2, 6, 3});
@@ -271,7 +277,8 @@ TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
   const std::vector<op_invocation> unknown{op("conv9d", "x", "y")};
   CHECK_THROWS_WITH(executor.run(unknown, scope), Catch::Contains("unknown operator 'conv9d'"));
   const std::vector<op_invocation> bad_slot{{"double", {{"Input", {"x"}}}, {{"Out", {"y"}}}, {}}};
-  CHECK_THROWS_WITH(executor.run(bad_slot, scope), Catch::Contains("operator 'double' has no input slot 'Input'"));
+  CHECK_THROWS_WITH(executor.run(bad_slot, scope),
+                    Catch::Contains("operator 'double' has no input slot 'Input'"));
   const std::vector<op_invocation> empty{op("double", "nothing", "y")};
   CHECK_THROWS_WITH(executor.run(empty, scope), Catch::Contains("operator 'double': no input holds data"));
 }

@@ -1,7 +1,6 @@
 // Executors running concurrently on sibling scopes that share a parent of read-only
 // weights, with transfers to a second place: built under ThreadSanitizer by scripts/test.
 #include <catch2/catch.hpp>
-
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <thread>
@@ -21,7 +20,8 @@ struct add_weight {
     const Tensor& x = ctx.input("X");
     const Tensor& w = ctx.input("W");
     // Catch2's assertions are not thread-safe: a wrong place is an exception instead.
-    if (x.place() != ctx.place() || w.place() != ctx.place()) throw error("add_weight: an input was not moved");
+    if (x.place() != ctx.place() || w.place() != ctx.place())
+      throw error("add_weight: an input was not moved");
     Tensor out(x.dims(), x.dtype(), ctx.place());
     const T* a = static_cast<const T*>(x.handle());
     const T* b = static_cast<const T*>(w.handle());
@@ -34,8 +34,8 @@ struct add_weight_op {
   static constexpr std::string_view name = "add_weight";
   static constexpr std::array<std::string_view, 2> inputs{"X", "W"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels =
-      make_kernels(fluidk::kernels_on<cpu>(add_weight<float>{}), fluidk::kernels_on<accelerator>(add_weight<float>{}));
+  static constexpr auto kernels = make_kernels(fluidk::kernels_on<cpu>(add_weight<float>{}),
+                                               fluidk::kernels_on<accelerator>(add_weight<float>{}));
 };
 }  // namespace
 
@@ -53,13 +53,15 @@ TEST_CASE("executors share a parent scope of weights across threads", "[executor
       Tensor x({64}, data_type::float32);
       for (int i = 0; i < 64; ++i) x.data<float>()[i] = float(t);
       local.var("x").set(LoDTensor(x));
-      const std::vector<op_invocation> program{{"add_weight", {{"X", {"x"}}, {"W", {"w"}}}, {{"Out", {"y"}}}, {}},
-                                               {"add_weight", {{"X", {"y"}}, {"W", {"w"}}}, {{"Out", {"z"}}}, {}}};
+      const std::vector<op_invocation> program{
+          {"add_weight", {{"X", {"x"}}, {"W", {"w"}}}, {{"Out", {"y"}}}, {}},
+          {"add_weight", {{"X", {"y"}}, {"W", {"w"}}}, {{"Out", {"z"}}}, {}}};
       Executor executor(t % 2 ? place::of<accelerator>(t / 2) : cpu_place);
       auto prepared = executor.prepare(program, local);
       for (int i = 0; i < 50; ++i) executor.run(prepared);
       const Tensor z = copy_to(local.get("z").get<LoDTensor>(), cpu_place);
-      ok[std::size_t(t)] = z.data<float>()[10] == float(t + 20) && executor.stats().cache_hits >= (t % 2 ? 98u : 0u);
+      ok[std::size_t(t)] =
+          z.data<float>()[10] == float(t + 20) && executor.stats().cache_hits >= (t % 2 ? 98u : 0u);
       weights.delete_scope(local);
     });
   for (auto& thread : threads) thread.join();

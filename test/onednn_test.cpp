@@ -1,7 +1,6 @@
 // oneDNN as a library on the CPU place: engine and stream per thread, and fluidk tensors
 // handed to oneDNN without copies.
 #include <catch2/catch.hpp>
-
 #include <fluidk/devices/onednn.hpp>
 #include <thread>
 
@@ -33,6 +32,7 @@ TEST_CASE("tensors oneDNN cannot describe are rejected by name", "[onednn][error
   auto& context = onednn_context::this_thread();
   CHECK_THROWS_WITH(onednn_memory(Tensor({4}, data_type::float32), context.engine()),
                     Catch::Contains("layout ANY_LAYOUT has no oneDNN format"));
-  CHECK_THROWS_WITH(onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout::nc), context.engine()),
-                    Catch::Contains("oneDNN has no data type for int64_t"));
+  CHECK_THROWS_WITH(
+      onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout::nc), context.engine()),
+      Catch::Contains("oneDNN has no data type for int64_t"));
 }

@@ -1,7 +1,6 @@
 // The places compiled into this build: the same test body runs over each of them.
-#include <catch2/catch.hpp>
-
 #include <boost/mp11/algorithm.hpp>
+#include <catch2/catch.hpp>
 #include <fluidk/devices/enabled.hpp>
 #include <fluidk/kernel_type.hpp>
 #include <set>

@@ -1,8 +1,7 @@
 // Variables and scopes: fixed kinds, version counters, lookup through parents, child
 // lifetime, and concurrent use of a shared parent.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <fluidk/scope.hpp>
 #include <string>
 #include <thread>
@@ -19,10 +18,12 @@ TEST_CASE("a variable's kind is fixed once set", "[variable]") {
   CHECK(v.kind() == var_kind::lod_tensor);
   CHECK_THROWS_WITH(v.get_mutable<SelectedRows>(),
                     Catch::Contains("variable 'w' holds LoDTensor, and cannot become SelectedRows"));
-  CHECK_THROWS_WITH(v.get<LoDTensorArray>(), Catch::Contains("variable 'w' holds LoDTensor, not LoDTensorArray"));
+  CHECK_THROWS_WITH(v.get<LoDTensorArray>(),
+                    Catch::Contains("variable 'w' holds LoDTensor, not LoDTensorArray"));
   CHECK(v.get<LoDTensor>().dims() == dims{2});  // the failed requests changed nothing
   Variable empty("e");
-  CHECK_THROWS_WITH(empty.get<SelectedRows>(), Catch::Contains("variable 'e' holds nothing, not SelectedRows"));
+  CHECK_THROWS_WITH(empty.get<SelectedRows>(),
+                    Catch::Contains("variable 'e' holds nothing, not SelectedRows"));
 }
 
 TEST_CASE("every write access moves the version on; reads do not", "[variable]") {

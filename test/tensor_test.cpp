@@ -1,7 +1,6 @@
 // Tensors on the host: shapes, storage of blocked layouts, shared buffers, slices, checked
 // typed access, the statically typed view, LoDTensor and SelectedRows.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <fluidk/lod_tensor.hpp>
 #include <fluidk/selected_rows.hpp>
@@ -138,6 +137,7 @@ TEST_CASE("SelectedRows checks its rows, height and value, and rejects without c
   CHECK(rows.rows() == std::vector<std::int64_t>{1, 8});
   CHECK_THROWS_WITH(rows.set_height(5), Catch::Contains("height 5 is below row index 8"));
   CHECK(rows.height() == 10);
-  CHECK_THROWS_WITH(rows.set_value(Tensor({3, 4}, data_type::float32)), Catch::Contains("one row per index (2)"));
+  CHECK_THROWS_WITH(rows.set_value(Tensor({3, 4}, data_type::float32)),
+                    Catch::Contains("one row per index (2)"));
   CHECK(rows.value().shares_buffer_with(value));
 }

@@ -2,7 +2,6 @@
 // moved), that the static and runtime paths agree, that plans are memoised and shared,
 // that no transform writes its source, and what happens when no chain exists.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <fluidk/transforms.hpp>
 #include <thread>
@@ -17,9 +16,9 @@ using fluidk_test::accelerator;
 
 // The accelerator casts between float and float16 on its own, and has no layout transforms.
 template <class From, class To>
-  requires((std::is_same_v<From, float> && std::is_same_v<To, float16>) ||
-           (std::is_same_v<From, float16> && std::is_same_v<To, float>))
-struct fluidk::cast_transform<accelerator, From, To> {
+requires((std::is_same_v<From, float> && std::is_same_v<To, float16>) ||
+         (std::is_same_v<From, float16> &&
+          std::is_same_v<To, float>)) struct fluidk::cast_transform<accelerator, From, To> {
   static void run(const Tensor& src, Tensor& dst) {
     const auto* in = static_cast<const From*>(src.handle());
     auto* out = static_cast<To*>(dst.handle());
@@ -27,8 +26,8 @@ struct fluidk::cast_transform<accelerator, From, To> {
   }
 };
 
-static const bool accelerator_casts_registered =
-    register_cast_transform<accelerator, float, float16>() && register_cast_transform<accelerator, float16, float>();
+static const bool accelerator_casts_registered = register_cast_transform<accelerator, float, float16>() &&
+                                                 register_cast_transform<accelerator, float16, float>();
 
 namespace {
 template <class Chain>
@@ -58,7 +57,8 @@ Tensor random_tensor(const dims& shape, data_type dtype, data_layout layout, uns
   std::uint32_t x = seed * 2654435761u + 1;
   for (std::size_t i = 0; i < t.storage_bytes(); ++i) bytes[i] = (x = x * 1664525u + 1013904223u) >> 24;
   if (dtype == data_type::float32)  // keep the values finite and the padding lanes zero
-    for (std::size_t i = 0; i < t.storage_bytes() / 4; ++i) t.data<float>()[i] = float(int(bytes[i * 4]) - 128) / 7;
+    for (std::size_t i = 0; i < t.storage_bytes() / 4; ++i)
+      t.data<float>()[i] = float(int(bytes[i * 4]) - 128) / 7;
   return t;
 }
 
@@ -81,7 +81,8 @@ TEST_CASE("the planner picks the chain that moves the fewest bytes", "[transform
   // Layout and cast on the same place run fused: 4 bytes read, 2 written.
   check_paths_agree<cpu_blocked_f32, cpu_nchw_f16>({step_kind::fused}, 6);
   // Narrowing before the copy (6 + 4 beats 8 + 6) ...
-  check_paths_agree<kernel_type<cpu, float, layout::nchw>, acc_nchw_f16>({step_kind::cast, step_kind::copy}, 10);
+  check_paths_agree<kernel_type<cpu, float, layout::nchw>, acc_nchw_f16>({step_kind::cast, step_kind::copy},
+                                                                         10);
   check_paths_agree<acc_nchw_f32, cpu_nchw_f16>({step_kind::cast, step_kind::copy}, 10);
   // ... widening after it.
   check_paths_agree<cpu_nchw_f16, acc_nchw_f32>({step_kind::copy, step_kind::cast}, 10);
@@ -121,7 +122,8 @@ TEST_CASE("a chain gives the same bytes as its steps done by hand", "[transforms
   // The static path gives the same bytes.
   const auto typed = tensor_cast<cpu, float, layout::nChw8c>(src);
   const auto static_result = fluidk::transform<kernel_type<accelerator, float16, layout::nchw>>(typed, 1);
-  static_assert(std::is_same_v<decltype(static_result), const typed_tensor<accelerator, float16, layout::nchw>>);
+  static_assert(
+      std::is_same_v<decltype(static_result), const typed_tensor<accelerator, float16, layout::nchw>>);
   CHECK(static_result.place() == place::of<accelerator>(1));
   Tensor static_back(src.dims(), data_type::float16, cpu_place, data_layout::nchw);
   copy_into(static_back, static_result.tensor());
@@ -145,7 +147,8 @@ TEST_CASE("a transform where none is needed is a no-op that shares the buffer", 
 }
 
 TEST_CASE("a tensor on another device of the same kind is moved", "[transforms][devices]") {
-  Tensor on0 = copy_to(random_tensor({4}, data_type::float32, data_layout::any, 5), place::of<accelerator>(0));
+  Tensor on0 =
+      copy_to(random_tensor({4}, data_type::float32, data_layout::any, 5), place::of<accelerator>(0));
   const kernel_key on1 = kernel_type<accelerator, float>::key(1);
   const transform_plan& plan = plan_transform(key_of(on0), on1);
   REQUIRE(kinds_of(plan) == std::vector<step_kind>{step_kind::copy});
@@ -164,7 +167,8 @@ TEST_CASE("plans are memoised, shared between threads, and described", "[transfo
   const kernel_key to = kernel_type<accelerator, float16, layout::nhwc>::key(0);
   const transform_plan& first = plan_transform(from, to);
   CHECK(&plan_transform(from, to) == &first);
-  CHECK(first.describe() == "layout+cast nChw16c/float->NHWC/float16 on Place(cpu), copy Place(cpu)->Place(acc:0)");
+  CHECK(first.describe() ==
+        "layout+cast nChw16c/float->NHWC/float16 on Place(cpu), copy Place(cpu)->Place(acc:0)");
   CHECK(first.bytes_moved(100) == 1000);
 
   std::vector<std::thread> threads;
@@ -176,8 +180,9 @@ TEST_CASE("plans are memoised, shared between threads, and described", "[transfo
                                                kernel_type<accelerator, float16, layout::nchw>::key(i % 2));
     });
   for (auto& thread : threads) thread.join();
-  for (const auto* plan : seen) CHECK(plan == &plan_transform(kernel_type<cpu, double, layout::nhwc>::key(),
-                                                              kernel_type<accelerator, float16, layout::nchw>::key(1)));
+  for (const auto* plan : seen)
+    CHECK(plan == &plan_transform(kernel_type<cpu, double, layout::nhwc>::key(),
+                                  kernel_type<accelerator, float16, layout::nchw>::key(1)));
 }
 
 namespace {
@@ -196,7 +201,8 @@ TEST_CASE("no chain: a clear error naming both keys and the missing axis", "[tra
   // the data has left it... but it can before: int8 on the host reaches the accelerator.
   CHECK_NOTHROW(plan_transform(kernel_type<cpu, std::int8_t>::key(), kernel_type<accelerator, float>::key()));
   CHECK_THROWS_WITH(
-      plan_transform(kernel_type<cpu, float, layout::nchw>::key(), kernel_type<cpu, float, layout::nc>::key()),
+      plan_transform(kernel_type<cpu, float, layout::nchw>::key(),
+                     kernel_type<cpu, float, layout::nc>::key()),
       Catch::Contains("no transform chain from {data_type[float]; data_layout[NCHW]; place[Place(cpu)]; "
                       "library_type[PLAIN]} to {data_type[float]; data_layout[NC]; place[Place(cpu)]; "
                       "library_type[PLAIN]}: no layout transform"));

@@ -1,7 +1,6 @@
 // The kernel-type vocabulary: tags and concepts, printing and parsing, equality, hashing,
 // ordinals and ordering of kernel keys.
 #include <catch2/catch.hpp>
-
 #include <fluidk/fluidk.hpp>
 #include <set>
 #include <string>
@@ -74,14 +73,14 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_AS(parse_data_type("flaot"), parse_error);
   CHECK_THROWS_WITH(parse_data_type("flaot"), Catch::Contains("unknown data type 'flaot'") &&
                                                   Catch::Contains("accepted: float, float32") &&
-                                                  Catch::Contains("bfloat16") && Catch::StartsWith("fluidk: "));
+                                                  Catch::Contains("bfloat16") &&
+                                                  Catch::StartsWith("fluidk: "));
   CHECK_THROWS_WITH(parse_data_layout("nchw4c"),
                     Catch::Contains("unknown data layout 'nchw4c'") && Catch::Contains("nChw16c"));
   CHECK_THROWS_WITH(parse_library_type("cublas"),
                     Catch::Contains("unknown library 'cublas'") && Catch::Contains("PLAIN, ONEDNN"));
-  CHECK_THROWS_WITH(parse_place("tpu:0"),
-                    Catch::Contains("unknown place 'tpu:0'") && Catch::Contains("cpu") &&
-                        Catch::Contains("testdev"));
+  CHECK_THROWS_WITH(parse_place("tpu:0"), Catch::Contains("unknown place 'tpu:0'") &&
+                                              Catch::Contains("cpu") && Catch::Contains("testdev"));
   CHECK_THROWS_WITH(parse_place("testdev:x"), Catch::Contains("bad device id in place 'testdev:x'"));
   CHECK_THROWS_WITH(parse_place("testdev:-1"), Catch::Contains("bad device id"));
   CHECK_THROWS_WITH(parse_place("cpu:1"), Catch::Contains("kind 'cpu' has no device ids"));
@@ -91,7 +90,8 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
                     Catch::Contains("unknown field 'layout'"));
   CHECK_THROWS_WITH(parse_kernel_key("data_type[float]"), Catch::Contains("is not of the form"));
   CHECK_THROWS_WITH(
-      parse_kernel_key("{data_type[float]; data_type[int]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
+      parse_kernel_key(
+          "{data_type[float]; data_type[int]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
       Catch::Contains("field 'data_type' given twice"));
   CHECK_THROWS_WITH(
       parse_kernel_key("{data_type[half-float]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
@@ -135,8 +135,8 @@ TEST_CASE("ordinals are dense, unique and invert", "[vocabulary][ordinal]") {
   CHECK(*std::next(ordinals.begin(), per_kind - 1) == per_kind - 1);
   CHECK(*std::next(ordinals.begin(), per_kind) == test_device::id * per_kind);
   CHECK(kernel_key::from_ordinal(test_device::id * per_kind, 2).place() == place::of<test_device>(2));
-  CHECK_THROWS_WITH(kernel_key::from_ordinal(3 * per_kind), Catch::Contains("place kind id 3") &&
-                                                                 Catch::Contains("registered: cpu"));
+  CHECK_THROWS_WITH(kernel_key::from_ordinal(3 * per_kind),
+                    Catch::Contains("place kind id 3") && Catch::Contains("registered: cpu"));
   CHECK_THROWS_WITH(kernel_key::from_ordinal(kernel_key::ordinal_count), Catch::Contains("out of range"));
 }
 

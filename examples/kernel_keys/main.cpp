@@ -24,22 +24,22 @@ void print_overview() {
   std::printf("\nconv2d's kernels as kernel keys (ordinal: key):\n");
   using namespace fluidk;
   const kernel_key keys[] = {
-      kernel_type<cpu, float, layout::any, library::plain>{},
-      kernel_type<cpu, double, layout::any, library::plain>{},
-      kernel_type<cpu, float, layout::nChw8c, library::onednn>{},
-      kernel_type<cpu, float, layout::nChw16c, library::onednn>{},
+    kernel_type<cpu, float, layout::any, library::plain>{},
+    kernel_type<cpu, double, layout::any, library::plain>{},
+    kernel_type<cpu, float, layout::nChw8c, library::onednn>{},
+    kernel_type<cpu, float, layout::nChw16c, library::onednn>{},
 #if defined(FLUIDK_HAS_CUDA) && FLUIDK_HAS_CUDA
-      kernel_type<cuda, float, layout::any, library::plain>{},
-      kernel_type<cuda, float16, layout::nchw, library::cudnn>{},
+    kernel_type<cuda, float, layout::any, library::plain>{},
+    kernel_type<cuda, float16, layout::nchw, library::cudnn>{},
 #endif
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
-      kernel_type<opencl, float, layout::nchw, library::plain>{},
+    kernel_type<opencl, float, layout::nchw, library::plain>{},
 #endif
   };
   for (const kernel_key& key : keys) std::printf("  %5zu: %s\n", key.ordinal(), key.to_string().c_str());
-  std::printf("\n%zu ordinals in the key space (%zu place kinds x %zu data types x %zu layouts x %zu libraries)\n",
-              kernel_key::ordinal_count, max_place_kinds, data_type_count, data_layout_count,
-              library_type_count);
+  std::printf(
+      "\n%zu ordinals in the key space (%zu place kinds x %zu data types x %zu layouts x %zu libraries)\n",
+      kernel_key::ordinal_count, max_place_kinds, data_type_count, data_layout_count, library_type_count);
 }
 
 }  // namespace

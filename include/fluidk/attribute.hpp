@@ -15,13 +15,13 @@
 
 namespace fluidk {
 
-using attribute = std::variant<bool, std::int32_t, std::int64_t, float, double, std::string, std::vector<std::int32_t>,
-                               std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>>;
+using attribute =
+    std::variant<bool, std::int32_t, std::int64_t, float, double, std::string, std::vector<std::int32_t>,
+                 std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>>;
 
 // Names of the kinds, in the variant's order, for error messages and the text form.
-inline constexpr std::string_view attribute_kind_names[] = {"bool",     "int",        "int64",   "float",
-                                                            "double",   "string",     "ints",    "int64s",
-                                                            "floats",   "strings"};
+inline constexpr std::string_view attribute_kind_names[] = {"bool",   "int",  "int64",  "float",  "double",
+                                                            "string", "ints", "int64s", "floats", "strings"};
 
 inline std::string_view kind_name(const attribute& a) { return attribute_kind_names[a.index()]; }
 
@@ -30,7 +30,8 @@ inline constexpr std::size_t attribute_index = [] {
   std::size_t index = std::variant_size_v<attribute>;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((std::is_same_v<T, std::variant_alternative_t<I, attribute>> ? (index = I, 0) : 0), ...);
-  }(std::make_index_sequence<std::variant_size_v<attribute>>{});
+  }
+  (std::make_index_sequence<std::variant_size_v<attribute>>{});
   return index;
 }();
 

@@ -102,8 +102,9 @@ class context_pool {
       if (context_type* c = self.fast_[std::size_t(device)].load(std::memory_order_acquire)) return *c;
     const int count = device_traits<P>::device_count();
     if (device < 0 || device >= count)
-      throw device_unavailable("no device " + place::of<P>(device).to_string() + ": " + std::to_string(count) +
-                               " device(s) of kind '" + std::string(P::name) + "' present");
+      throw device_unavailable("no device " + place::of<P>(device).to_string() + ": " +
+                               std::to_string(count) + " device(s) of kind '" + std::string(P::name) +
+                               "' present");
     const std::lock_guard lock(self.mutex_);
     if (self.contexts_.size() <= std::size_t(device)) self.contexts_.resize(std::size_t(device) + 1);
     auto& slot = self.contexts_[std::size_t(device)];
@@ -163,9 +164,10 @@ inline constexpr device_entry device_entry_of{
 
 template <class P>
 struct device_check {
-  static_assert(Device<P>,
-                "fluidk: not a device: a place kind becomes a device by specialising fluidk::device_traits<P> "
-                "with context_type, device_count(), allocate() and deallocate()");
+  static_assert(
+      Device<P>,
+      "fluidk: not a device: a place kind becomes a device by specialising fluidk::device_traits<P> "
+      "with context_type, device_count(), allocate() and deallocate()");
   static constexpr bool value = Device<P>;
 };
 

@@ -52,7 +52,8 @@ class dims {
  private:
   constexpr void assign(const std::int64_t* first, std::size_t count) {
     if (count > max_rank)
-      throw error("a shape has at most " + std::to_string(max_rank) + " dimensions, got " + std::to_string(count));
+      throw error("a shape has at most " + std::to_string(max_rank) + " dimensions, got " +
+                  std::to_string(count));
     for (std::size_t i = 0; i < count; ++i) {
       if (first[i] < 0) throw error("negative extent " + std::to_string(first[i]) + " in a shape");
       extents_[i] = first[i];

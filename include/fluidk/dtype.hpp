@@ -2,9 +2,9 @@
 // is the same set as a runtime value, with Fluid's names for printing.
 #pragma once
 
+#include <array>
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,7 +22,18 @@ namespace fluidk {
 using dtypes = boost::mp11::mp_list<float, double, float16, bfloat16, std::int8_t, std::uint8_t, std::int16_t,
                                     std::int32_t, std::int64_t, bool>;
 
-enum class data_type : std::uint8_t { float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, boolean };
+enum class data_type : std::uint8_t {
+  float32,
+  float64,
+  float16,
+  bfloat16,
+  int8,
+  uint8,
+  int16,
+  int32,
+  int64,
+  boolean
+};
 
 inline constexpr std::size_t data_type_count = boost::mp11::mp_size<dtypes>::value;
 
@@ -78,16 +89,16 @@ struct data_type_word {
   data_type value;
 };
 inline constexpr data_type_word data_type_words[] = {
-    {"float", data_type::float32},    {"float32", data_type::float32}, {"fp32", data_type::float32},
-    {"f32", data_type::float32},      {"double", data_type::float64},  {"float64", data_type::float64},
-    {"fp64", data_type::float64},     {"f64", data_type::float64},     {"float16", data_type::float16},
-    {"fp16", data_type::float16},     {"f16", data_type::float16},     {"half", data_type::float16},
-    {"bfloat16", data_type::bfloat16}, {"bf16", data_type::bfloat16},  {"int8", data_type::int8},
-    {"int8_t", data_type::int8},      {"s8", data_type::int8},         {"uint8", data_type::uint8},
-    {"uint8_t", data_type::uint8},    {"u8", data_type::uint8},        {"int16", data_type::int16},
-    {"int16_t", data_type::int16},    {"int", data_type::int32},       {"int32", data_type::int32},
-    {"int32_t", data_type::int32},    {"s32", data_type::int32},       {"int64", data_type::int64},
-    {"int64_t", data_type::int64},    {"bool", data_type::boolean},    {"boolean", data_type::boolean}};
+    {"float", data_type::float32},     {"float32", data_type::float32}, {"fp32", data_type::float32},
+    {"f32", data_type::float32},       {"double", data_type::float64},  {"float64", data_type::float64},
+    {"fp64", data_type::float64},      {"f64", data_type::float64},     {"float16", data_type::float16},
+    {"fp16", data_type::float16},      {"f16", data_type::float16},     {"half", data_type::float16},
+    {"bfloat16", data_type::bfloat16}, {"bf16", data_type::bfloat16},   {"int8", data_type::int8},
+    {"int8_t", data_type::int8},       {"s8", data_type::int8},         {"uint8", data_type::uint8},
+    {"uint8_t", data_type::uint8},     {"u8", data_type::uint8},        {"int16", data_type::int16},
+    {"int16_t", data_type::int16},     {"int", data_type::int32},       {"int32", data_type::int32},
+    {"int32_t", data_type::int32},     {"s32", data_type::int32},       {"int64", data_type::int64},
+    {"int64_t", data_type::int64},     {"bool", data_type::boolean},    {"boolean", data_type::boolean}};
 }  // namespace detail
 
 // Reads a data type name, case-insensitively, accepting Fluid's names and the usual aliases.
@@ -95,9 +106,10 @@ inline data_type parse_data_type(std::string_view text) {
   const std::string_view word = detail::trim(text);
   for (const auto& entry : detail::data_type_words)
     if (detail::iequals(entry.word, word)) return entry.value;
-  throw parse_error("unknown data type '" + std::string(word) + "'; accepted: " +
-                    detail::join_names(detail::data_type_words,
-                                       [](const auto& e) { return std::string(e.word); }));
+  throw parse_error("unknown data type '" + std::string(word) +
+                    "'; accepted: " + detail::join_names(detail::data_type_words, [](const auto& e) {
+                      return std::string(e.word);
+                    }));
 }
 
 }  // namespace fluidk

@@ -80,7 +80,8 @@ class execution_context {
  public:
   execution_context(std::string_view op, std::span<const std::string_view> input_names,
                     std::span<const std::string_view> output_names, device_context& device, kernel_key key,
-                    slot_args inputs, slot_args outputs, const attribute_map& attrs = detail::empty_attributes) noexcept
+                    slot_args inputs, slot_args outputs,
+                    const attribute_map& attrs = detail::empty_attributes) noexcept
       : op_(op),
         input_names_(input_names),
         output_names_(output_names),
@@ -116,12 +117,16 @@ class execution_context {
   // or by slot name.
   std::span<kernel_arg> inputs(std::size_t slot) const noexcept { return inputs_.slot(slot); }
   std::span<kernel_arg> outputs(std::size_t slot) const noexcept { return outputs_.slot(slot); }
-  std::span<kernel_arg> inputs(std::string_view slot) const { return inputs_.slot(index_of(slot, input_names_, "input")); }
+  std::span<kernel_arg> inputs(std::string_view slot) const {
+    return inputs_.slot(index_of(slot, input_names_, "input"));
+  }
   std::span<kernel_arg> outputs(std::string_view slot) const {
     return outputs_.slot(index_of(slot, output_names_, "output"));
   }
 
-  const Tensor& input(std::size_t slot, std::size_t i = 0) const { return arg(inputs_, slot, i, "input").tensor(); }
+  const Tensor& input(std::size_t slot, std::size_t i = 0) const {
+    return arg(inputs_, slot, i, "input").tensor();
+  }
   const Tensor& input(std::string_view slot, std::size_t i = 0) const {
     return arg(inputs_, index_of(slot, input_names_, "input"), i, "input").tensor();
   }
@@ -139,7 +144,8 @@ class execution_context {
   }
 
  private:
-  std::size_t index_of(std::string_view slot, std::span<const std::string_view> names, const char* what) const {
+  std::size_t index_of(std::string_view slot, std::span<const std::string_view> names,
+                       const char* what) const {
     for (std::size_t i = 0; i < names.size(); ++i)
       if (names[i] == slot) return i;
     throw error("operator '" + std::string(op_) + "' has no " + what + " slot '" + std::string(slot) + "'");
@@ -149,7 +155,8 @@ class execution_context {
     return args.slot(slot)[i];
   }
   // Out of line and cold: every kernel calls arg(), and the message is only built on error.
-  [[noreturn, gnu::cold, gnu::noinline]] void missing(std::size_t slot, std::size_t i, const char* what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void missing(std::size_t slot, std::size_t i,
+                                                      const char* what) const {
     throw error("operator '" + std::string(op_) + "': " + what + " " + std::to_string(slot) + "[" +
                 std::to_string(i) + "] was not given");
   }

@@ -35,11 +35,11 @@ struct op_invocation {
 // What runs did: counted across runs until reset.
 struct executor_stats {
   std::uint64_t ops_run = 0;
-  std::uint64_t transforms = 0;      // inputs transformed (cache misses)
-  std::uint64_t cache_hits = 0;      // inputs served from the transfer cache
-  std::uint64_t bytes_copied = 0;    // bytes written by copies between places
-  std::uint64_t child_scopes = 0;    // child scopes made for transformed inputs
-  std::uint64_t fallbacks = 0;       // operators that ran a fallback kernel
+  std::uint64_t transforms = 0;    // inputs transformed (cache misses)
+  std::uint64_t cache_hits = 0;    // inputs served from the transfer cache
+  std::uint64_t bytes_copied = 0;  // bytes written by copies between places
+  std::uint64_t child_scopes = 0;  // child scopes made for transformed inputs
+  std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
 };
 
 // Transformed inputs, keyed by the source variable's id and the target key (device
@@ -120,7 +120,8 @@ namespace detail {
 inline bool needs_transform(const Tensor& t, const kernel_key& target) {
   if (t.place() != target.place() || t.dtype() != target.dtype()) return true;
   if (target.layout() == data_layout::any) return planning::is_blocked(t.layout());
-  return t.layout() != target.layout() && !(t.layout() == data_layout::any && !planning::is_blocked(target.layout()));
+  return t.layout() != target.layout() &&
+         !(t.layout() == data_layout::any && !planning::is_blocked(target.layout()));
 }
 }  // namespace detail
 
@@ -171,8 +172,7 @@ class Executor {
         for (const auto& [slot, names] : given) {
           bool known = false;
           for (std::string_view d : declared) known = known || d == slot;
-          if (!known)
-            throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
+          if (!known) throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
         }
         offsets.assign(1, 0);
         for (std::string_view d : declared) {
@@ -191,7 +191,8 @@ class Executor {
       if (const attribute* device = o.attrs.find("op_device"))
         if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
           o.forced_place = parse_place(*text);
-      if (o.attrs.get_or<bool>("use_onednn", false, call.type) || o.attrs.get_or<bool>("use_mkldnn", false, call.type))
+      if (o.attrs.get_or<bool>("use_onednn", false, call.type) ||
+          o.attrs.get_or<bool>("use_mkldnn", false, call.type))
         o.library = library_type::onednn;
       else if (o.attrs.get_or<bool>("use_cudnn", false, call.type))
         o.library = library_type::cudnn;
@@ -217,7 +218,9 @@ class Executor {
     std::vector<op_invocation> ops;
     ops.reserve(block.ops().size());
     for (const OpDesc& op : block.ops())
-      ops.push_back({op.type(), {op.inputs().begin(), op.inputs().end()}, {op.outputs().begin(), op.outputs().end()},
+      ops.push_back({op.type(),
+                     {op.inputs().begin(), op.inputs().end()},
+                     {op.outputs().begin(), op.outputs().end()},
                      op.attrs()});
     return ops;
   }
@@ -231,8 +234,8 @@ class Executor {
     fluidk::place where = info.run_on() ? *info.run_on() : o.forced_place ? *o.forced_place : place_;
     std::optional<data_type> dtype;
     for (std::size_t s = 0; s + 1 < o.input_offsets.size(); ++s) {
-      const bool decides = info.data_type_input() < info.inputs().size() ? s == info.data_type_input()
-                                                                          : !info.no_transform(s);
+      const bool decides =
+          info.data_type_input() < info.inputs().size() ? s == info.data_type_input() : !info.no_transform(s);
       for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
         const Tensor* t = tensor_of(*o.inputs[i]);
         o.tensors[i] = t;
@@ -241,13 +244,15 @@ class Executor {
           dtype = t->dtype();
         else if (*dtype != t->dtype())
           throw error("operator '" + std::string(info.name()) + "': its inputs disagree on the data type ('" +
-                      o.inputs[o.input_offsets[s]]->name() + "' is " + std::string(name_of(t->dtype())) + ", '" +
-                      find_first_input_with(o, *dtype) + "' is " + std::string(name_of(*dtype)) + ")");
+                      o.inputs[o.input_offsets[s]]->name() + "' is " + std::string(name_of(t->dtype())) +
+                      ", '" + find_first_input_with(o, *dtype) + "' is " + std::string(name_of(*dtype)) +
+                      ")");
       }
     }
     if (!dtype) throw error("operator '" + std::string(info.name()) + "': no input holds data");
     const kernel_key expected(where, *dtype, data_layout::any, o.library);
-    const data_layout preferred = !o.tensors.empty() && o.tensors[0] ? o.tensors[0]->layout() : data_layout::any;
+    const data_layout preferred =
+        !o.tensors.empty() && o.tensors[0] ? o.tensors[0]->layout() : data_layout::any;
     if (!o.last_expected || !identical(*o.last_expected, expected.with_layout(preferred))) {
       o.last_choice = choose_kernel(info, expected, preferred);
       o.last_context = &context_of(o.last_choice.chosen.place());
@@ -282,7 +287,8 @@ class Executor {
     const std::size_t first_output = o.inputs.size();
     for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
     const std::span<kernel_arg> args(o.args);
-    execution_context context(info.name(), info.inputs(), info.outputs(), *o.last_context, choice.chosen, {args.first(first_output), o.input_offsets},
+    execution_context context(info.name(), info.inputs(), info.outputs(), *o.last_context, choice.chosen,
+                              {args.first(first_output), o.input_offsets},
                               {args.subspan(first_output), o.output_offsets}, o.attrs);
     struct child_guard {
       Scope& parent;

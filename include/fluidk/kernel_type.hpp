@@ -20,8 +20,8 @@ namespace fluidk {
 class kernel_key {
  public:
   // Size of the ordinal space: every place kind id times every data type, layout, library.
-  static constexpr std::size_t ordinal_count = max_place_kinds * data_type_count * data_layout_count *
-                                               library_type_count;
+  static constexpr std::size_t ordinal_count =
+      max_place_kinds * data_type_count * data_layout_count * library_type_count;
 
   constexpr kernel_key() noexcept = default;
   constexpr kernel_key(fluidk::place p, data_type d, data_layout l, library_type lib) noexcept
@@ -105,15 +105,17 @@ struct kernel_type {
   static_assert(Place<P>,
                 "fluidk: kernel_type<Place, DType, Layout, Library>: the place is not a place tag (such as "
                 "fluidk::cpu, or a backend's tag declaring `using place_tag = itself;`)");
-  static_assert(DType<D>,
-                "fluidk: kernel_type<Place, DType, Layout, Library>: the data type is not one of float, double, "
-                "float16, bfloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool");
+  static_assert(
+      DType<D>,
+      "fluidk: kernel_type<Place, DType, Layout, Library>: the data type is not one of float, double, "
+      "float16, bfloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool");
   static_assert(Layout<L>,
                 "fluidk: kernel_type<Place, DType, Layout, Library>: the layout is not a layout tag (one of "
                 "fluidk::layout::any, nchw, nhwc, nChw8c, nChw16c, nc)");
-  static_assert(Library<Lib>,
-                "fluidk: kernel_type<Place, DType, Layout, Library>: the library is not a library tag (one of "
-                "fluidk::library::plain, onednn, cudnn)");
+  static_assert(
+      Library<Lib>,
+      "fluidk: kernel_type<Place, DType, Layout, Library>: the library is not a library tag (one of "
+      "fluidk::library::plain, onednn, cudnn)");
   static constexpr bool valid = Place<P> && DType<D> && Layout<L> && Library<Lib>;
 
   using place_t = P;
@@ -161,8 +163,8 @@ inline kernel_key parse_kernel_key(std::string_view text) {
     bool known = false;
     for (int i = 0; i < 4; ++i) {
       if (!detail::iequals(field, field_names[i])) continue;
-      if (!fields[i].empty()) throw parse_error("kernel key '" + original + "': field '" +
-                                                std::string(field) + "' given twice");
+      if (!fields[i].empty())
+        throw parse_error("kernel key '" + original + "': field '" + std::string(field) + "' given twice");
       fields[i] = value.empty() ? std::string_view(" ") : value;
       known = true;
     }

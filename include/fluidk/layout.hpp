@@ -2,8 +2,8 @@
 // path. oneDNN's blocked layouts are layouts of their own, not metadata on NCHW.
 #pragma once
 
-#include <boost/mp11/list.hpp>
 #include <array>
+#include <boost/mp11/list.hpp>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -20,12 +20,12 @@ enum class data_layout : std::uint8_t { any, nchw, nhwc, nChw8c, nChw16c, nc };
 namespace layout {
 // `rank` is the number of logical dimensions (0 for the wildcard), `block` the channel
 // block of oneDNN's blocked formats (1 when unblocked).
-#define FLUIDK_DETAIL_LAYOUT_TAG(tag, rank_, block_) \
-  struct tag {                                       \
-    using layout_tag = tag;                          \
+#define FLUIDK_DETAIL_LAYOUT_TAG(tag, rank_, block_)       \
+  struct tag {                                             \
+    using layout_tag = tag;                                \
     static constexpr data_layout value = data_layout::tag; \
-    static constexpr int rank = rank_;               \
-    static constexpr int block = block_;             \
+    static constexpr int rank = rank_;                     \
+    static constexpr int block = block_;                   \
   }
 FLUIDK_DETAIL_LAYOUT_TAG(any, 0, 1);
 FLUIDK_DETAIL_LAYOUT_TAG(nchw, 4, 1);
@@ -46,18 +46,19 @@ template <class T>
 concept Layout = requires {
   typename T::layout_tag;
   { T::value } -> std::convertible_to<data_layout>;
-} && std::same_as<typename T::layout_tag, T>;
+}
+&&std::same_as<typename T::layout_tag, T>;
 
 constexpr std::size_t index_of(data_layout l) noexcept { return std::size_t(l); }
 
 inline constexpr std::array<data_layout, data_layout_count> all_data_layouts{
-    data_layout::any, data_layout::nchw, data_layout::nhwc, data_layout::nChw8c, data_layout::nChw16c,
-    data_layout::nc};
+    data_layout::any,    data_layout::nchw,    data_layout::nhwc,
+    data_layout::nChw8c, data_layout::nChw16c, data_layout::nc};
 
 // Printed as Fluid printed its layouts (ANY_LAYOUT, NCHW, NHWC) and oneDNN its blocked ones.
 constexpr std::string_view name_of(data_layout l) noexcept {
   constexpr std::array<std::string_view, data_layout_count> names{"ANY_LAYOUT", "NCHW",    "NHWC",
-                                                                   "nChw8c",     "nChw16c", "NC"};
+                                                                  "nChw8c",     "nChw16c", "NC"};
   return names[index_of(l)];
 }
 
@@ -79,8 +80,8 @@ struct data_layout_word {
   data_layout value;
 };
 inline constexpr data_layout_word data_layout_words[] = {
-    {"ANY_LAYOUT", data_layout::any}, {"any", data_layout::any},        {"NCHW", data_layout::nchw},
-    {"NHWC", data_layout::nhwc},      {"nChw8c", data_layout::nChw8c},  {"nChw16c", data_layout::nChw16c},
+    {"ANY_LAYOUT", data_layout::any}, {"any", data_layout::any},       {"NCHW", data_layout::nchw},
+    {"NHWC", data_layout::nhwc},      {"nChw8c", data_layout::nChw8c}, {"nChw16c", data_layout::nChw16c},
     {"NC", data_layout::nc}};
 }  // namespace detail
 
@@ -88,9 +89,10 @@ inline data_layout parse_data_layout(std::string_view text) {
   const std::string_view word = detail::trim(text);
   for (const auto& entry : detail::data_layout_words)
     if (detail::iequals(entry.word, word)) return entry.value;
-  throw parse_error("unknown data layout '" + std::string(word) + "'; accepted: " +
-                    detail::join_names(detail::data_layout_words,
-                                       [](const auto& e) { return std::string(e.word); }));
+  throw parse_error("unknown data layout '" + std::string(word) +
+                    "'; accepted: " + detail::join_names(detail::data_layout_words, [](const auto& e) {
+                      return std::string(e.word);
+                    }));
 }
 
 }  // namespace fluidk

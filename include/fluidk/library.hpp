@@ -1,8 +1,8 @@
 // Compute libraries a kernel can be written with on its place: plain code, oneDNN, cuDNN.
 #pragma once
 
-#include <boost/mp11/list.hpp>
 #include <array>
+#include <boost/mp11/list.hpp>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +39,8 @@ template <class T>
 concept Library = requires {
   typename T::library_tag;
   { T::value } -> std::convertible_to<library_type>;
-} && std::same_as<typename T::library_tag, T>;
+}
+&&std::same_as<typename T::library_tag, T>;
 
 constexpr std::size_t index_of(library_type l) noexcept { return std::size_t(l); }
 
@@ -68,9 +69,10 @@ inline library_type parse_library_type(std::string_view text) {
   const std::string_view word = detail::trim(text);
   for (const auto& entry : detail::library_words)
     if (detail::iequals(entry.word, word)) return entry.value;
-  throw parse_error("unknown library '" + std::string(word) + "'; accepted: " +
-                    detail::join_names(detail::library_words,
-                                       [](const auto& e) { return std::string(e.word); }));
+  throw parse_error("unknown library '" + std::string(word) +
+                    "'; accepted: " + detail::join_names(detail::library_words, [](const auto& e) {
+                      return std::string(e.word);
+                    }));
 }
 
 }  // namespace fluidk

@@ -36,8 +36,8 @@ class LoDTensor : public Tensor {
       for (std::size_t i = 1; i < o.size(); ++i)
         if (o[i] < o[i - 1]) throw error("LoD level " + std::to_string(level) + " has decreasing offsets");
       const std::size_t below = level + 1 < offsets.size() ? offsets[level + 1].size() - 1
-                                : dims().rank() > 0    ? std::size_t(dims()[0])
-                                                       : 0;
+                                : dims().rank() > 0        ? std::size_t(dims()[0])
+                                                           : 0;
       if (initialized() && o.back() != below)
         throw error("LoD level " + std::to_string(level) + " ends at " + std::to_string(o.back()) + ", but " +
                     (level + 1 < offsets.size() ? "the next level has " : "the tensor has ") +

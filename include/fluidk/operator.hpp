@@ -4,18 +4,18 @@
 // entry per kernel, the data type taken from the kernel, the layout from the library.
 #pragma once
 
+#include <array>
 #include <boost/hana/at.hpp>
 #include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/core/make.hpp>
 #include <boost/hana/first.hpp>
 #include <boost/hana/map.hpp>
-#include <boost/hana/core/make.hpp>
-#include <boost/hana/unpack.hpp>
 #include <boost/hana/second.hpp>
 #include <boost/hana/type.hpp>
+#include <boost/hana/unpack.hpp>
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/bind.hpp>
 #include <boost/mp11/list.hpp>
-#include <array>
 #include <concepts>
 #include <cstddef>
 #include <span>
@@ -50,7 +50,7 @@ struct template_first_argument<K<T, V, Rest...>> {
 template <class K>
 struct kernel_dtype_of : template_first_argument<K> {};
 template <class K>
-  requires requires { typename K::dtype; }
+requires requires { typename K::dtype; }
 struct kernel_dtype_of<K> {
   using type = typename K::dtype;
 };
@@ -60,7 +60,7 @@ struct kernel_layouts_of {
   using type = boost::mp11::mp_list<layout::any>;
 };
 template <class K>
-  requires requires { typename K::layouts; }
+requires requires { typename K::layouts; }
 struct kernel_layouts_of<K> {
   using type = typename K::layouts;
 };
@@ -90,10 +90,12 @@ struct kernel_map_entry {
 template <class P, class Lib, class K>
 constexpr bool check_kernel_declaration() {
   static_assert(Place<P>, "fluidk: kernels_on<Place, Library>(...): the first argument is not a place tag");
-  static_assert(Library<Lib>, "fluidk: kernels_on<Place, Library>(...): the second argument is not a library tag");
-  static_assert(DType<kernel_dtype<K>>,
-                "fluidk: cannot tell the data type of this kernel: declare `using dtype = ...;` in it or make the "
-                "data type its first template argument");
+  static_assert(Library<Lib>,
+                "fluidk: kernels_on<Place, Library>(...): the second argument is not a library tag");
+  static_assert(
+      DType<kernel_dtype<K>>,
+      "fluidk: cannot tell the data type of this kernel: declare `using dtype = ...;` in it or make the "
+      "data type its first template argument");
   return Place<P> && Library<Lib> && DType<kernel_dtype<K>>;
 }
 
@@ -126,8 +128,8 @@ constexpr auto kernels_on(const K&... k) {
   if constexpr ((detail::check_kernel_declaration<P, Lib, K>() && ...)) {
     if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))  // the common case
       return boost::hana::make_basic_tuple(
-          detail::kernel_map_entry<kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>,
-                                   K>{k}...);
+          detail::kernel_map_entry<
+              kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>{k}...);
     else
       return detail::concat_all(detail::entries_of<P, Lib>(k, kernel_layouts<K>{})...);
   } else {
@@ -172,7 +174,8 @@ struct first_duplicate<Types, false> {
   using type = boost::mp11::mp_apply<
       registered_once,
       boost::mp11::mp_push_front<
-          boost::mp11::mp_transform<boost::mp11::mp_second, boost::mp11::mp_copy_if_q<typename Types::entries, has_key<key>>>,
+          boost::mp11::mp_transform<boost::mp11::mp_second,
+                                    boost::mp11::mp_copy_if_q<typename Types::entries, has_key<key>>>,
           key>>;
 };
 }  // namespace detail
@@ -184,9 +187,10 @@ struct make_checked_map {
   template <class... E>
   constexpr auto operator()(const E&... entries) const {
     using types = entry_types<boost::hana::basic_tuple<E...>>;
-    static_assert(first_duplicate<types>::type::value,
-                  "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
-                  "named in registered_once<...>)");
+    static_assert(
+        first_duplicate<types>::type::value,
+        "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
+        "named in registered_once<...>)");
     if constexpr (boost::mp11::mp_is_set<typename types::keys>::value)
       return boost::hana::make_map(entries...);
     else
@@ -297,7 +301,8 @@ constexpr std::size_t data_type_input_index() {
 template <>
 struct boost::hana::first_impl<fluidk::detail::kernel_map_entry_tag> {
   template <class Key, class K>
-  static constexpr boost::hana::basic_type<Key> apply(const fluidk::detail::kernel_map_entry<Key, K>&) noexcept {
+  static constexpr boost::hana::basic_type<Key> apply(
+      const fluidk::detail::kernel_map_entry<Key, K>&) noexcept {
     return {};
   }
 };
@@ -316,6 +321,7 @@ template <>
 struct boost::hana::make_impl<fluidk::detail::kernel_map_entry_tag> {
   template <class Key, class K>
   static constexpr auto apply(Key&&, K&& kernel) {
-    return fluidk::detail::kernel_map_entry<typename std::decay_t<Key>::type, std::decay_t<K>>{static_cast<K&&>(kernel)};
+    return fluidk::detail::kernel_map_entry<typename std::decay_t<Key>::type, std::decay_t<K>>{
+        static_cast<K&&>(kernel)};
   }
 };

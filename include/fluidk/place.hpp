@@ -38,7 +38,8 @@ concept Place = requires {
   { T::name } -> std::convertible_to<std::string_view>;
   { T::has_device_id } -> std::convertible_to<bool>;
   { T::host_accessible } -> std::convertible_to<bool>;
-} && std::same_as<typename T::place_tag, T> && (std::size_t(T::id) < max_place_kinds);
+}
+&&std::same_as<typename T::place_tag, T> && (std::size_t(T::id) < max_place_kinds);
 
 // The host: the one place the core needs.
 struct cpu {
@@ -77,8 +78,8 @@ constexpr const std::string_view* aliases_of() {
 }
 
 template <class P>
-inline constexpr place_kind_info place_info{P::id, P::name, P::has_device_id, P::host_accessible,
-                                            aliases_of<P>(), alias_count_of<P>()};
+inline constexpr place_kind_info place_info{
+    P::id, P::name, P::has_device_id, P::host_accessible, aliases_of<P>(), alias_count_of<P>()};
 
 // The kinds known at run time, for parsing and for turning ordinals back into keys.
 class place_kind_registry {
@@ -147,7 +148,8 @@ struct place_check {
 // call it from an inline variable; a user's device does the same. Returns true.
 template <class P>
 bool register_place_kind() {
-  if constexpr (detail::place_check<P>::value) detail::place_kind_registry::instance().add(detail::place_info<P>);
+  if constexpr (detail::place_check<P>::value)
+    detail::place_kind_registry::instance().add(detail::place_info<P>);
   return true;
 }
 

@@ -4,9 +4,9 @@
 // policy, counted and reported once per operator and key; listing and `explain`.
 #pragma once
 
-#include <boost/hana/for_each.hpp>
 #include <array>
 #include <atomic>
+#include <boost/hana/for_each.hpp>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -88,7 +88,9 @@ class operator_info {
   std::span<const std::string_view> outputs() const noexcept { return outputs_; }
   fallback_policy fallback() const noexcept { return fallback_; }
   const std::vector<kernel_entry>& kernels() const noexcept { return entries_; }
-  bool no_transform(std::size_t slot) const noexcept { return slot < no_transform_.size() && no_transform_[slot]; }
+  bool no_transform(std::size_t slot) const noexcept {
+    return slot < no_transform_.size() && no_transform_[slot];
+  }
   bool cast(std::size_t slot) const noexcept { return slot < cast_.size() && cast_[slot]; }
   const std::optional<place>& run_on() const noexcept { return run_on_; }
   std::size_t data_type_input() const noexcept { return data_type_input_; }
@@ -133,7 +135,8 @@ class operator_info {
   infer_var_type_function infer_var_type_ = nullptr;
   std::vector<bool> no_transform_, cast_;
   std::vector<kernel_entry> entries_;
-  std::array<std::unique_ptr<std::array<const kernel_entry*, detail::keys_per_place_kind>>, max_place_kinds> table_;
+  std::array<std::unique_ptr<std::array<const kernel_entry*, detail::keys_per_place_kind>>, max_place_kinds>
+      table_;
 };
 
 // The operators known at run time, each registered once with register_operator<Op>().
@@ -228,7 +231,9 @@ const operator_info& register_operator() {
   return operator_registry::instance().add<Op>();
 }
 
-inline const operator_info& find_operator(std::string_view name) { return operator_registry::instance().get(name); }
+inline const operator_info& find_operator(std::string_view name) {
+  return operator_registry::instance().get(name);
+}
 
 // The inputs of one call, by slot: each slot a list of tensors (empty pointers allowed for
 // optional inputs).
@@ -237,13 +242,15 @@ using input_tensors = std::span<const std::vector<const Tensor*>>;
 // The expected kernel type: the executor's place (or the operator's own, or an `op_device`
 // attribute), the data type of the deciding input or of all inputs (which must agree),
 // layout ANY, and the library configuration asks for (use_onednn / use_mkldnn / use_cudnn).
-inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place, input_tensors inputs,
+inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
+                                      input_tensors inputs,
                                       const attribute_map& attrs = detail::empty_attributes) {
   place where = executor_place;
   if (op.run_on())
     where = *op.run_on();
   else if (const attribute* device = attrs.find("op_device"))
-    if (const auto* text = std::get_if<std::string>(device); text && !text->empty()) where = parse_place(*text);
+    if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
+      where = parse_place(*text);
 
   std::optional<data_type> dtype;
   std::string first_input;
@@ -263,13 +270,16 @@ inline kernel_key expected_kernel_key(const operator_info& op, const place& exec
     }
   }
   if (!disagreement.empty())
-    throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" + first_input +
-                ", " + disagreement + "); the operator can name the input that decides with data_type_input");
+    throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
+                first_input + ", " + disagreement +
+                "); the operator can name the input that decides with data_type_input");
   if (!dtype)
-    throw error("operator '" + std::string(op.name()) + "': no input holds data, so the data type is unknown");
+    throw error("operator '" + std::string(op.name()) +
+                "': no input holds data, so the data type is unknown");
 
   library_type lib = library_type::plain;
-  if (attrs.get_or<bool>("use_onednn", false, op.name()) || attrs.get_or<bool>("use_mkldnn", false, op.name()))
+  if (attrs.get_or<bool>("use_onednn", false, op.name()) ||
+      attrs.get_or<bool>("use_mkldnn", false, op.name()))
     lib = library_type::onednn;
   else if (attrs.get_or<bool>("use_cudnn", false, op.name()))
     lib = library_type::cudnn;
@@ -291,7 +301,8 @@ inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& ex
                                    data_layout preferred = data_layout::any) {
   auto lookup = [&](const kernel_key& key) -> const kernel_entry* {
     if (key.layout() == data_layout::any && preferred != data_layout::any)
-      if (const kernel_entry* e = op.find(key.with_layout(preferred)); e && e->key.layout() == preferred) return e;
+      if (const kernel_entry* e = op.find(key.with_layout(preferred)); e && e->key.layout() == preferred)
+        return e;
     return op.find(key);
   };
   auto on_device = [](const kernel_entry* e, const place& where) {
@@ -301,7 +312,8 @@ inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& ex
 
   auto& registry = operator_registry::instance();
   if (registry.effective_fallback(op) == fallback_policy::cpu) {
-    const kernel_key candidates[] = {expected.with_library(library_type::plain), expected.with_place(cpu_place),
+    const kernel_key candidates[] = {expected.with_library(library_type::plain),
+                                     expected.with_place(cpu_place),
                                      expected.with_place(cpu_place).with_library(library_type::plain)};
     for (const kernel_key& candidate : candidates) {
       if (const kernel_entry* e = lookup(candidate)) {
@@ -311,8 +323,8 @@ inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& ex
       }
     }
   }
-  throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " + expected.to_string() +
-                       "; registered: " + op.registered_keys());
+  throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " +
+                       expected.to_string() + "; registered: " + op.registered_keys());
 }
 
 // The kernel key an input is transformed to, Fluid's GetKernelTypeForVar: the kernel's
@@ -321,7 +333,8 @@ inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& ex
 inline kernel_key input_target_key(const operator_info& op, std::size_t slot, const Tensor& input,
                                    const kernel_key& kernel) {
   if (op.no_transform(slot)) return key_of(input);
-  return {kernel.place(), op.cast(slot) ? kernel.dtype() : input.dtype(), kernel.layout(), library_type::plain};
+  return {kernel.place(), op.cast(slot) ? kernel.dtype() : input.dtype(), kernel.layout(),
+          library_type::plain};
 }
 
 // What a call would do, for a person: the expected key, the chosen kernel, any fallback, and
@@ -329,8 +342,8 @@ inline kernel_key input_target_key(const operator_info& op, std::size_t slot, co
 inline std::string explain(const operator_info& op, const place& executor_place, input_tensors inputs,
                            const attribute_map& attrs = detail::empty_attributes) {
   const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
-  const data_layout preferred = !inputs.empty() && !inputs[0].empty() && inputs[0][0] ? inputs[0][0]->layout()
-                                                                                      : data_layout::any;
+  const data_layout preferred =
+      !inputs.empty() && !inputs[0].empty() && inputs[0][0] ? inputs[0][0]->layout() : data_layout::any;
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
   kernel_choice choice;
   try {
@@ -342,7 +355,8 @@ inline std::string explain(const operator_info& op, const place& executor_place,
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
       const Tensor* t = inputs[s][i];
-      out += "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" + std::to_string(i) + "]: ";
+      out += "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" +
+             std::to_string(i) + "]: ";
       if (t == nullptr || !t->initialized()) {
         out += "empty\n";
       } else if (op.no_transform(s)) {
@@ -390,8 +404,8 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (Variable* v : inputs[s]) tensors[s].push_back(v ? tensor_of(*v) : nullptr);
   const kernel_key expected = expected_kernel_key(op, executor_place, tensors, attrs);
-  const data_layout preferred = !tensors.empty() && !tensors[0].empty() && tensors[0][0] ? tensors[0][0]->layout()
-                                                                                        : data_layout::any;
+  const data_layout preferred =
+      !tensors.empty() && !tensors[0].empty() && tensors[0][0] ? tensors[0][0]->layout() : data_layout::any;
   const kernel_choice choice = choose_kernel(op, expected, preferred);
 
   std::vector<std::unique_ptr<Variable>> temporaries;
@@ -419,9 +433,9 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
     output_offsets.push_back(std::uint32_t(args.size() - first_output));
   }
   const std::span<kernel_arg> all(args);
-  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()), choice.chosen,
-                            {all.first(first_output), input_offsets}, {all.subspan(first_output), output_offsets},
-                            attrs);
+  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()),
+                            choice.chosen, {all.first(first_output), input_offsets},
+                            {all.subspan(first_output), output_offsets}, attrs);
   (*choice.entry)(context);
   return choice;
 }

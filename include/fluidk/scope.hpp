@@ -100,7 +100,8 @@ class Scope {
     std::unique_ptr<Scope> doomed;
     {
       const std::lock_guard lock(kids_mutex_);
-      const auto it = std::find_if(kids_.begin(), kids_.end(), [&](const auto& kid) { return kid.get() == &child; });
+      const auto it =
+          std::find_if(kids_.begin(), kids_.end(), [&](const auto& kid) { return kid.get() == &child; });
       if (it == kids_.end()) throw error("delete_scope: the scope given is not a child of this scope");
       doomed = std::move(*it);
       kids_.erase(it);

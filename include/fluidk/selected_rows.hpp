@@ -15,7 +15,8 @@ namespace fluidk {
 class SelectedRows {
  public:
   SelectedRows() = default;
-  SelectedRows(std::vector<std::int64_t> rows, std::int64_t height) : rows_(std::move(rows)), height_(height) {
+  SelectedRows(std::vector<std::int64_t> rows, std::int64_t height)
+      : rows_(std::move(rows)), height_(height) {
     check_rows();
   }
   SelectedRows(std::vector<std::int64_t> rows, std::int64_t height, Tensor value)
@@ -41,7 +42,8 @@ class SelectedRows {
   void set_height(std::int64_t height) {
     for (std::int64_t r : rows_)
       if (r >= height)
-        throw error("SelectedRows height " + std::to_string(height) + " is below row index " + std::to_string(r));
+        throw error("SelectedRows height " + std::to_string(height) + " is below row index " +
+                    std::to_string(r));
     height_ = height;
   }
   void set_value(Tensor value) {
@@ -66,8 +68,8 @@ class SelectedRows {
   void check_rows() const {
     for (std::int64_t r : rows_)
       if (r < 0 || r >= height_)
-        throw error("SelectedRows row index " + std::to_string(r) + " is outside [0, " + std::to_string(height_) +
-                    ")");
+        throw error("SelectedRows row index " + std::to_string(r) + " is outside [0, " +
+                    std::to_string(height_) + ")");
   }
   void check_value() const {
     if (value_.initialized() && (value_.dims().rank() == 0 || value_.dims()[0] != std::int64_t(rows_.size())))
@@ -82,7 +84,8 @@ class SelectedRows {
 
 // The copy on another place keeps the rows and the height; only the value moves.
 inline SelectedRows copy_to(const SelectedRows& src, const place& where) {
-  return SelectedRows(src.rows(), src.height(), src.value().initialized() ? copy_to(src.value(), where) : Tensor());
+  return SelectedRows(src.rows(), src.height(),
+                      src.value().initialized() ? copy_to(src.value(), where) : Tensor());
 }
 
 }  // namespace fluidk

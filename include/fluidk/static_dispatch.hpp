@@ -4,11 +4,11 @@
 // one static_assert naming the operator's situation, with no cascade after it.
 #pragma once
 
+#include <array>
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/unpack.hpp>
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
-#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -25,7 +25,8 @@ namespace fluidk {
 // caller asks for (use oneDNN, use cuDNN).
 template <class P, class Lib = library::plain>
 class target {
-  static_assert(Place<P> && Library<Lib>, "fluidk: target<Place, Library>: expects a place tag and a library tag");
+  static_assert(Place<P> && Library<Lib>,
+                "fluidk: target<Place, Library>: expects a place tag and a library tag");
 
  public:
   using place_t = P;
@@ -80,7 +81,8 @@ using kernel_keys_of = decltype(boost::hana::unpack(Op::kernels, keys_as_list{})
 template <class P, class T, class Lib>
 struct same_except_layout {
   template <class Key>
-  using fn = std::bool_constant<std::is_same_v<typename Key::place_t, P> && std::is_same_v<typename Key::dtype_t, T> &&
+  using fn = std::bool_constant<std::is_same_v<typename Key::place_t, P> &&
+                                std::is_same_v<typename Key::dtype_t, T> &&
                                 std::is_same_v<typename Key::library_t, Lib>>;
 };
 
@@ -101,8 +103,9 @@ struct find_concrete_layout_kernel {
 template <class Keys, class P, class T, class Lib, class PreferredLayout>
 struct find_kernel_key {
   using exact = kernel_type<P, T, layout::any, Lib>;
-  using type = typename boost::mp11::mp_if<boost::mp11::mp_contains<Keys, exact>, std::type_identity<exact>,
-                                           find_concrete_layout_kernel<Keys, P, T, Lib, PreferredLayout>>::type;
+  using type =
+      typename boost::mp11::mp_if<boost::mp11::mp_contains<Keys, exact>, std::type_identity<exact>,
+                                  find_concrete_layout_kernel<Keys, P, T, Lib, PreferredLayout>>::type;
 };
 
 template <class Selection>
@@ -112,7 +115,8 @@ struct fallback_kernel_key {
   using preferred = typename Selection::preferred_layout;
   // The plain kernel on the same place (from oneDNN or cuDNN), then the CPU kernel of the
   // library asked for, then the CPU's plain kernel.
-  using plain = typename find_kernel_key<keys, typename Selection::place_t, dtype, library::plain, preferred>::type;
+  using plain =
+      typename find_kernel_key<keys, typename Selection::place_t, dtype, library::plain, preferred>::type;
   using on_cpu = typename boost::mp11::mp_if_c<
       std::is_void_v<plain>, find_kernel_key<keys, cpu, dtype, typename Selection::library_t, preferred>,
       std::type_identity<plain>>::type;
@@ -127,7 +131,7 @@ struct run_on_of {
   using type = Default;
 };
 template <class Op, class Default>
-  requires requires { typename Op::run_on; }
+requires requires { typename Op::run_on; }
 struct run_on_of<Op, Default> {
   using type = typename Op::run_on;
 };
@@ -139,17 +143,17 @@ struct static_selection {
   static constexpr std::size_t decider = data_type_input_index<Op>();
   static constexpr bool inputs_agree = decider < sizeof...(In) || sizeof...(In) == 0 ||
                                        boost::mp11::mp_size<boost::mp11::mp_unique<input_dtypes>>::value == 1;
-  static_assert(inputs_agree,
-                "fluidk: the inputs of this operator disagree on the data type; name the input that decides with "
-                "`static constexpr std::string_view data_type_input = ...;` (see the input types above)");
+  static_assert(
+      inputs_agree,
+      "fluidk: the inputs of this operator disagree on the data type; name the input that decides with "
+      "`static constexpr std::string_view data_type_input = ...;` (see the input types above)");
 
   using dtype = boost::mp11::mp_eval_if_c<sizeof...(In) == 0, float, boost::mp11::mp_at, input_dtypes,
                                           boost::mp11::mp_size_t<(decider < sizeof...(In) ? decider : 0)>>;
   using place_t = typename run_on_of<Op, typename Target::place_t>::type;
   using library_t = typename Target::library_t;
-  using preferred_layout =
-      boost::mp11::mp_eval_if_c<sizeof...(In) == 0, layout::any, boost::mp11::mp_front,
-                                boost::mp11::mp_list<typename In::layout_t...>>;
+  using preferred_layout = boost::mp11::mp_eval_if_c<sizeof...(In) == 0, layout::any, boost::mp11::mp_front,
+                                                     boost::mp11::mp_list<typename In::layout_t...>>;
 
   using expected = typename find_kernel_key<keys, place_t, dtype, library_t, preferred_layout>::type;
   static constexpr bool may_fall_back = fallback_of<Op>() == fallback_policy::cpu;
@@ -200,13 +204,14 @@ using input_target = kernel_type<typename Kernel::place_t,
 template <class Kernel, bool Exempt, bool Cast, class In>
 class prepared_input {
   using target = input_target<Kernel, Cast, In>;
-  using chain = transform_chain<kernel_type<typename In::place_t, typename In::dtype_t, typename In::layout_t>, target>;
+  using chain =
+      transform_chain<kernel_type<typename In::place_t, typename In::dtype_t, typename In::layout_t>, target>;
   static constexpr bool pass_through =
-      Exempt || (boost::mp11::mp_empty<chain>::value && !Kernel::place_t::has_device_id &&
-                 planning::effective_source_layout(
-                     In::layout_t::value,
-                     planning::effective_target_layout(In::layout_t::value, Kernel::layout_t::value)) ==
-                     In::layout_t::value);
+      Exempt ||
+      (boost::mp11::mp_empty<chain>::value && !Kernel::place_t::has_device_id &&
+       planning::effective_source_layout(
+           In::layout_t::value, planning::effective_target_layout(
+                                    In::layout_t::value, Kernel::layout_t::value)) == In::layout_t::value);
 
  public:
   [[gnu::always_inline]] prepared_input(const In& in, int device) {
@@ -250,9 +255,11 @@ inline constexpr auto one_per_slot = [] {
 #define FLUIDK_DETAIL_LAMBDA_INLINE __attribute__((always_inline))
 
 template <class Key, class K, std::size_t N, class... Out>
-FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& device, int device_id, std::array<kernel_arg, N>& input_args,
-                     const output_pack<Out...>& out, const attribute_map& attrs, std::string_view op,
-                     std::span<const std::string_view> input_names, std::span<const std::string_view> output_names) {
+FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& device, int device_id,
+                                          std::array<kernel_arg, N>& input_args,
+                                          const output_pack<Out...>& out, const attribute_map& attrs,
+                                          std::string_view op, std::span<const std::string_view> input_names,
+                                          std::span<const std::string_view> output_names) {
   std::array<kernel_arg, sizeof...(Out)> output_args;
   for (std::size_t i = 0; i < sizeof...(Out); ++i) output_args[i] = kernel_arg(out.tensors[i]);
   execution_context context(op, input_names, output_names, device, Key::key(device_id),
@@ -261,10 +268,12 @@ FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& devic
   kernel(context);
 }
 
-template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, class K, class Target, class... In, class... Out>
-FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
-                   const attribute_map& attrs, std::string_view op, std::span<const std::string_view> input_names,
-                   std::span<const std::string_view> output_names) {
+template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, class K, class Target, class... In,
+          class... Out>
+FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in,
+                                        const output_pack<Out...>& out, const attribute_map& attrs,
+                                        std::string_view op, std::span<const std::string_view> input_names,
+                                        std::span<const std::string_view> output_names) {
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
   [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
@@ -272,7 +281,8 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
         {std::get<I>(in.tensors), device_id}...};
     std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(std::get<I>(prepared).get())...};
     invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, op, input_names, output_names);
-  }(std::index_sequence_for<In...>{});
+  }
+  (std::index_sequence_for<In...>{});
 }
 
 }  // namespace detail
@@ -284,17 +294,18 @@ using static_kernel_type = typename detail::static_selection<Op, Target, In...>:
 
 template <class Op, class Target, class... In, class... Out>
 FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
-         const attribute_map& attrs = detail::empty_attributes) {
+                              const attribute_map& attrs = detail::empty_attributes) {
   static_assert(detail::operator_check<Op>::value);
-  static_assert(sizeof...(In) == Op::inputs.size(), "fluidk: run<Op>: give one input per input slot of the operator");
+  static_assert(sizeof...(In) == Op::inputs.size(),
+                "fluidk: run<Op>: give one input per input slot of the operator");
   static_assert(sizeof...(Out) == Op::outputs.size(),
                 "fluidk: run<Op>: give one output per output slot of the operator");
   using selection = detail::static_selection<Op, Target, In...>;
   using chosen = typename selection::chosen;
   if constexpr (std::is_void_v<chosen>) {
     (void)sizeof(detail::no_kernel<Op,
-                                   kernel_type<typename selection::place_t, typename selection::dtype, layout::any,
-                                               typename Target::library_t>,
+                                   kernel_type<typename selection::place_t, typename selection::dtype,
+                                               layout::any, typename Target::library_t>,
                                    typename selection::keys>);
   } else {
     const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<chosen>);

@@ -37,7 +37,9 @@ namespace detail {
 class buffer {
  public:
   buffer(const place& where, std::size_t bytes)
-      : entry_(&device_entry_for(where)), where_(where), bytes_(bytes),
+      : entry_(&device_entry_for(where)),
+        where_(where),
+        bytes_(bytes),
         handle_(entry_->allocate(where.device(), bytes)) {}
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
@@ -61,7 +63,8 @@ class Tensor {
   Tensor() = default;
 
   // Allocates storage for `shape` on `where` through the place's allocator.
-  Tensor(const dims& shape, data_type dtype, const place& where = cpu_place, data_layout layout = data_layout::any)
+  Tensor(const dims& shape, data_type dtype, const place& where = cpu_place,
+         data_layout layout = data_layout::any)
       : dims_(shape), dtype_(dtype), layout_(layout), place_(where) {
     const std::size_t bytes = std::size_t(storage_numel(shape, layout)) * size_of(dtype);
     buffer_ = std::make_shared<detail::buffer>(where, bytes);
@@ -109,8 +112,8 @@ class Tensor {
   Tensor slice(std::int64_t begin, std::int64_t end) const {
     if (!initialized()) throw error("slice of a tensor that holds no data");
     if (dims_.rank() == 0 || begin < 0 || end < begin || end > dims_[0])
-      throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") is out of range for shape " +
-                  dims_.to_string());
+      throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  ") is out of range for shape " + dims_.to_string());
     Tensor out = *this;
     const std::size_t row_bytes = dims_[0] == 0 ? 0 : storage_bytes() / std::size_t(dims_[0]);
     out.dims_[0] = end - begin;

@@ -29,7 +29,9 @@ class typed_tensor {
 
   // For tensors the library itself made with this type (the result of a static transform
   // chain): no check to repeat.
-  static typed_tensor unchecked(Tensor tensor) noexcept { return typed_tensor(std::move(tensor), unchecked_tag{}); }
+  static typed_tensor unchecked(Tensor tensor) noexcept {
+    return typed_tensor(std::move(tensor), unchecked_tag{});
+  }
 
   const Tensor& tensor() const& noexcept { return tensor_; }
   Tensor&& tensor() && noexcept { return std::move(tensor_); }
@@ -41,25 +43,21 @@ class typed_tensor {
   void* handle() const noexcept { return tensor_.handle(); }
 
   // Host access without run-time checks: the type already proves them.
-  T* data() noexcept
-    requires(P::host_accessible)
-  {
+  T* data() noexcept requires(P::host_accessible) {
     return reinterpret_cast<T*>(static_cast<std::byte*>(tensor_.handle()) + tensor_.offset());
   }
-  const T* data() const noexcept
-    requires(P::host_accessible)
-  {
+  const T* data() const noexcept requires(P::host_accessible) {
     return reinterpret_cast<const T*>(static_cast<const std::byte*>(tensor_.handle()) + tensor_.offset());
   }
 
   static constexpr kernel_key key(int device = 0) noexcept { return kernel_type<P, T, L>::key(device); }
 
   static void check(const Tensor& t) {
-    const char* what = !t.initialized()                       ? "it holds no data"
-                       : t.place().kind_id() != P::id         ? "the place kind differs"
-                       : t.dtype() != data_type_of<T>         ? "the data type differs"
-                       : t.layout() != L::value               ? "the layout differs"
-                                                              : nullptr;
+    const char* what = !t.initialized()               ? "it holds no data"
+                       : t.place().kind_id() != P::id ? "the place kind differs"
+                       : t.dtype() != data_type_of<T> ? "the data type differs"
+                       : t.layout() != L::value       ? "the layout differs"
+                                                      : nullptr;
     if (what != nullptr) fail(t, what);
   }
 

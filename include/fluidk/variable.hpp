@@ -20,10 +20,14 @@ enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tenso
 
 constexpr std::string_view name_of(var_kind kind) noexcept {
   switch (kind) {
-    case var_kind::lod_tensor: return "LoDTensor";
-    case var_kind::selected_rows: return "SelectedRows";
-    case var_kind::lod_tensor_array: return "LoDTensorArray";
-    case var_kind::empty: break;
+    case var_kind::lod_tensor:
+      return "LoDTensor";
+    case var_kind::selected_rows:
+      return "SelectedRows";
+    case var_kind::lod_tensor_array:
+      return "LoDTensorArray";
+    case var_kind::empty:
+      break;
   }
   return "nothing";
 }

@@ -14,9 +14,9 @@ struct relu {
   static constexpr std::string_view name = "relu";
   static constexpr std::array<std::string_view, 1> inputs{"X"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<fluidk::cpu>(relu_kernel<float>{}, relu_kernel<double>{}),
-      fluidk::kernels_on<fluidk::cpu>(relu_kernel_again<float>{}));
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<fluidk::cpu>(relu_kernel<float>{}, relu_kernel<double>{}),
+                           fluidk::kernels_on<fluidk::cpu>(relu_kernel_again<float>{}));
 };
 
 int main() { return sizeof(relu::kernels) > 0 ? 0 : 1; }

@@ -1,4 +1,5 @@
-// expect: fluidk: no transform chain between these kernel types (see the instantiation above): no layout transform
+// expect: fluidk: no transform chain between these kernel types (see the instantiation above): no layout
+// transform
 #include <fluidk/transforms/cpu.hpp>
 #include <fluidk/transforms/static_chain.hpp>
 

@@ -1,8 +1,7 @@
 // A program that uses fluidk the way a client would: through the installed or
 // subproject headers only. Prints the version and checks the language level.
-#include <fluidk/fluidk.hpp>
-
 #include <cstdio>
+#include <fluidk/fluidk.hpp>
 
 static_assert(__cplusplus >= 202002L, "fluidk's build flags must select C++20");
 static_assert(fluidk::version_major == FLUIDK_VERSION_MAJOR);

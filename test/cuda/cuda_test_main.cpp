@@ -3,7 +3,6 @@
 // skips with Meson's code 77 and says why.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fluidk/devices/cuda.hpp>
 

@@ -4,7 +4,8 @@
 #pragma once
 
 #if !defined(FLUIDK_HAS_ONEDNN) || !FLUIDK_HAS_ONEDNN
-#error "fluidk/devices/onednn.hpp needs the oneDNN backend: use fluidk_onednn_dep (Meson), or define FLUIDK_HAS_ONEDNN=1 and link dnnl"
+#error \
+    "fluidk/devices/onednn.hpp needs the oneDNN backend: use fluidk_onednn_dep (Meson), or define FLUIDK_HAS_ONEDNN=1 and link dnnl"
 #else
 
 #include <dnnl.hpp>
@@ -37,32 +38,47 @@ class onednn_context final : public device_context {
 
 inline dnnl::memory::data_type onednn_data_type(data_type d) {
   switch (d) {
-    case data_type::float32: return dnnl::memory::data_type::f32;
-    case data_type::float16: return dnnl::memory::data_type::f16;
-    case data_type::bfloat16: return dnnl::memory::data_type::bf16;
-    case data_type::int8: return dnnl::memory::data_type::s8;
-    case data_type::uint8: return dnnl::memory::data_type::u8;
-    case data_type::int32: return dnnl::memory::data_type::s32;
-    default: break;
+    case data_type::float32:
+      return dnnl::memory::data_type::f32;
+    case data_type::float16:
+      return dnnl::memory::data_type::f16;
+    case data_type::bfloat16:
+      return dnnl::memory::data_type::bf16;
+    case data_type::int8:
+      return dnnl::memory::data_type::s8;
+    case data_type::uint8:
+      return dnnl::memory::data_type::u8;
+    case data_type::int32:
+      return dnnl::memory::data_type::s32;
+    default:
+      break;
   }
   throw error("oneDNN has no data type for " + std::string(name_of(d)));
 }
 
 inline dnnl::memory::format_tag onednn_format(data_layout l) {
   switch (l) {
-    case data_layout::nchw: return dnnl::memory::format_tag::nchw;
-    case data_layout::nhwc: return dnnl::memory::format_tag::nhwc;
-    case data_layout::nChw8c: return dnnl::memory::format_tag::nChw8c;
-    case data_layout::nChw16c: return dnnl::memory::format_tag::nChw16c;
-    case data_layout::nc: return dnnl::memory::format_tag::nc;
-    case data_layout::any: break;
+    case data_layout::nchw:
+      return dnnl::memory::format_tag::nchw;
+    case data_layout::nhwc:
+      return dnnl::memory::format_tag::nhwc;
+    case data_layout::nChw8c:
+      return dnnl::memory::format_tag::nChw8c;
+    case data_layout::nChw16c:
+      return dnnl::memory::format_tag::nChw16c;
+    case data_layout::nc:
+      return dnnl::memory::format_tag::nc;
+    case data_layout::any:
+      break;
   }
-  throw error("layout " + std::string(name_of(l)) + " has no oneDNN format; give the tensor a concrete layout");
+  throw error("layout " + std::string(name_of(l)) +
+              " has no oneDNN format; give the tensor a concrete layout");
 }
 
 // A oneDNN memory object over a host tensor's storage (no copy).
 inline dnnl::memory onednn_memory(const Tensor& t, const dnnl::engine& engine) {
-  if (!t.place().is<cpu>()) throw error("oneDNN works on " + cpu_place.to_string() + ", not on " + t.describe());
+  if (!t.place().is<cpu>())
+    throw error("oneDNN works on " + cpu_place.to_string() + ", not on " + t.describe());
   const dnnl::memory::dims shape(t.dims().begin(), t.dims().end());
   const dnnl::memory::desc desc(shape, onednn_data_type(t.dtype()), onednn_format(t.layout()));
   return dnnl::memory(desc, engine, static_cast<std::byte*>(t.handle()) + t.offset());

@@ -13,7 +13,8 @@ namespace fluidk {
 
 namespace detail {
 constexpr bool cpu_reorders(data_layout l) noexcept {
-  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c || l == data_layout::nChw16c;
+  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c ||
+         l == data_layout::nChw16c;
 }
 // The layout pairs the CPU kernels transform directly.
 constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
@@ -31,27 +32,25 @@ inline void cpu_cast(const Tensor& src, Tensor& dst) {
                         src.storage_bytes() / size_of(src.dtype()));
 }
 inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
-  transforms::cpu::reorder_cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(), src.dtype(),
-                                static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), dst.dtype(),
-                                src.dims());
+  transforms::cpu::reorder_cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
+                                src.dtype(), static_cast<std::byte*>(dst.handle()) + dst.offset(),
+                                dst.layout(), dst.dtype(), src.dims());
 }
 }  // namespace detail
 
 template <Layout From, Layout To>
-  requires(detail::cpu_reorderable(From::value, To::value))
-struct layout_transform<cpu, From, To> {
+requires(detail::cpu_reorderable(From::value, To::value)) struct layout_transform<cpu, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder(src, dst); }
 };
 
 template <DType From, DType To>
-  requires(!std::is_same_v<From, To>)
-struct cast_transform<cpu, From, To> {
+requires(!std::is_same_v<From, To>) struct cast_transform<cpu, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_cast(src, dst); }
 };
 
 template <Layout FromLayout, Layout ToLayout, DType From, DType To>
-  requires(detail::cpu_reorderable(FromLayout::value, ToLayout::value) && !std::is_same_v<From, To>)
-struct fused_transform<cpu, FromLayout, ToLayout, From, To> {
+requires(detail::cpu_reorderable(FromLayout::value, ToLayout::value) &&
+         !std::is_same_v<From, To>) struct fused_transform<cpu, FromLayout, ToLayout, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder_cast(src, dst); }
 };
 
@@ -72,7 +71,8 @@ inline bool register_cpu_transforms() {
       }
   for (data_type d : all_data_types)
     for (data_type e : all_data_types)
-      if (d != e) registry.add(planning::step_kind::cast, cpu::id, data_layout::any, data_layout::any, d, e, &cpu_cast);
+      if (d != e)
+        registry.add(planning::step_kind::cast, cpu::id, data_layout::any, data_layout::any, d, e, &cpu_cast);
   return true;
 }
 inline const bool cpu_transforms_registered = register_cpu_transforms();

@@ -149,7 +149,8 @@ constexpr chain find_chain(const problem& p, const Edges& edges) {
   length[s.node(p.from)] = 0;
 
   auto is_goal = [&](const state& st) {
-    return st.place == p.to.place && st.dtype == p.to.dtype && (p.any_layout_target || st.layout == p.to.layout);
+    return st.place == p.to.place && st.dtype == p.to.dtype &&
+           (p.any_layout_target || st.layout == p.to.layout);
   };
   auto size_of_dtype = [&](std::size_t d) { return size_of(s.dtypes[d]); };
 

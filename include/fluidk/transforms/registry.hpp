@@ -31,8 +31,8 @@ class transform_registry {
     functions_[key(kind, p, from_layout, to_layout, from, to)] = fn;
   }
 
-  transform_function find(planning::step_kind kind, place_kind_id p, data_layout from_layout, data_layout to_layout,
-                          data_type from, data_type to) const {
+  transform_function find(planning::step_kind kind, place_kind_id p, data_layout from_layout,
+                          data_layout to_layout, data_type from, data_type to) const {
     const std::shared_lock lock(mutex_);
     const auto it = functions_.find(key(kind, p, from_layout, to_layout, from, to));
     return it == functions_.end() ? nullptr : it->second;
@@ -40,11 +40,12 @@ class transform_registry {
 
  private:
   // Layout steps ignore the data types and cast steps the layouts: they are keyed as such.
-  static std::uint32_t key(planning::step_kind kind, place_kind_id p, data_layout a, data_layout b, data_type d,
-                           data_type e) {
+  static std::uint32_t key(planning::step_kind kind, place_kind_id p, data_layout a, data_layout b,
+                           data_type d, data_type e) {
     if (kind == planning::step_kind::layout) d = e = data_type::float32;
     if (kind == planning::step_kind::cast) a = b = data_layout::any;
-    return ((((std::uint32_t(kind) * max_place_kinds + p) * data_layout_count + index_of(a)) * data_layout_count +
+    return ((((std::uint32_t(kind) * max_place_kinds + p) * data_layout_count + index_of(a)) *
+                 data_layout_count +
              index_of(b)) *
                 data_type_count +
             index_of(d)) *
@@ -62,8 +63,9 @@ class transform_registry {
 // variables, as they call register_device. Each returns true.
 template <class P, class FromLayout, class ToLayout>
 bool register_layout_transform() {
-  static_assert(HasLayoutTransform<P, FromLayout, ToLayout>,
-                "fluidk: register_layout_transform: no layout_transform<P, From, To> specialisation to register");
+  static_assert(
+      HasLayoutTransform<P, FromLayout, ToLayout>,
+      "fluidk: register_layout_transform: no layout_transform<P, From, To> specialisation to register");
   detail::transform_registry::instance().add(detail::planning::step_kind::layout, P::id, FromLayout::value,
                                              ToLayout::value, data_type::float32, data_type::float32,
                                              &layout_transform<P, FromLayout, ToLayout>::run);

@@ -63,7 +63,8 @@ class transform_plan {
   std::size_t bytes_copied(std::int64_t numel) const noexcept {
     std::size_t bytes = 0;
     for (const transform_plan_step& step : steps_)
-      if (step.kind == detail::planning::step_kind::copy) bytes += size_of(step.to.dtype()) * std::size_t(numel);
+      if (step.kind == detail::planning::step_kind::copy)
+        bytes += size_of(step.to.dtype()) * std::size_t(numel);
     return bytes;
   }
 
@@ -79,17 +80,17 @@ class transform_plan {
           out += step.from.place().to_string() + "->" + step.to.place().to_string();
           break;
         case detail::planning::step_kind::cast:
-          out += std::string(name_of(step.from.dtype())) + "->" + std::string(name_of(step.to.dtype())) + " on " +
-                 step.to.place().to_string();
+          out += std::string(name_of(step.from.dtype())) + "->" + std::string(name_of(step.to.dtype())) +
+                 " on " + step.to.place().to_string();
           break;
         case detail::planning::step_kind::layout:
           out += std::string(name_of(step.from.layout())) + "->" + std::string(name_of(step.to.layout())) +
                  " on " + step.to.place().to_string();
           break;
         case detail::planning::step_kind::fused:
-          out += std::string(name_of(step.from.layout())) + "/" + std::string(name_of(step.from.dtype())) + "->" +
-                 std::string(name_of(step.to.layout())) + "/" + std::string(name_of(step.to.dtype())) + " on " +
-                 step.to.place().to_string();
+          out += std::string(name_of(step.from.layout())) + "/" + std::string(name_of(step.from.dtype())) +
+                 "->" + std::string(name_of(step.to.layout())) + "/" + std::string(name_of(step.to.dtype())) +
+                 " on " + step.to.place().to_string();
           break;
       }
     }
@@ -115,8 +116,8 @@ struct runtime_edges {
                          s.dtypes[d], s.dtypes[d]) != nullptr;
   }
   bool cast(std::size_t p, std::size_t l, std::size_t d, std::size_t e) const {
-    return registry.find(planning::step_kind::cast, s.places[p].kind_id(), s.layouts[l], s.layouts[l], s.dtypes[d],
-                         s.dtypes[e]) != nullptr;
+    return registry.find(planning::step_kind::cast, s.places[p].kind_id(), s.layouts[l], s.layouts[l],
+                         s.dtypes[d], s.dtypes[e]) != nullptr;
   }
   bool fused(std::size_t p, std::size_t a, std::size_t b, std::size_t d, std::size_t e) const {
     return registry.find(planning::step_kind::fused, s.places[p].kind_id(), s.layouts[a], s.layouts[b],
@@ -137,11 +138,13 @@ inline transform_plan make_plan(const kernel_key& from, const kernel_key& to) {
   const planning::chain chain = planning::find_chain(problem, edges);
   if (!chain.found) {
     const planning::axis missing = planning::missing_axis(problem, edges);
-    const char* what = missing == planning::axis::place   ? "no copy between the places, directly or through the host"
-                       : missing == planning::axis::dtype ? "no cast between the data types on any place of the chain"
-                                                          : "no layout transform between the layouts on any place "
-                                                            "of the chain";
-    throw not_registered("no transform chain from " + from.to_string() + " to " + to.to_string() + ": " + what);
+    const char* what =
+        missing == planning::axis::place   ? "no copy between the places, directly or through the host"
+        : missing == planning::axis::dtype ? "no cast between the data types on any place of the chain"
+                                           : "no layout transform between the layouts on any place "
+                                             "of the chain";
+    throw not_registered("no transform chain from " + from.to_string() + " to " + to.to_string() + ": " +
+                         what);
   }
   const planning::space& s = problem.s;
   std::vector<transform_plan_step> steps;
@@ -152,10 +155,11 @@ inline transform_plan make_plan(const kernel_key& from, const kernel_key& to) {
   for (std::size_t i = 0; i < chain.size; ++i) {
     const planning::step& st = chain.steps[i];
     const kernel_key a = key_of(st.from), b = key_of(st.to);
-    transform_function fn = st.kind == planning::step_kind::copy
-                                ? nullptr
-                                : transform_registry::instance().find(st.kind, a.place().kind_id(), a.layout(),
-                                                                      b.layout(), a.dtype(), b.dtype());
+    transform_function fn =
+        st.kind == planning::step_kind::copy
+            ? nullptr
+            : transform_registry::instance().find(st.kind, a.place().kind_id(), a.layout(), b.layout(),
+                                                  a.dtype(), b.dtype());
     steps.push_back({st.kind, a, b, fn});
   }
   return transform_plan(s.layouts[problem.from.layout], std::move(steps), chain.cost);

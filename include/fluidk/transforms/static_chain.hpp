@@ -18,8 +18,8 @@
 namespace fluidk {
 
 // One step of a static chain, with its source and target as tags.
-template <detail::planning::step_kind Kind, class FromPlace, class ToPlace, class From, class To, class FromLayout,
-          class ToLayout>
+template <detail::planning::step_kind Kind, class FromPlace, class ToPlace, class From, class To,
+          class FromLayout, class ToLayout>
 struct transform_step {
   static constexpr detail::planning::step_kind kind = Kind;
   using from_type = kernel_type<FromPlace, From, FromLayout>;
@@ -101,7 +101,8 @@ struct static_planner {
             mp_for_each<mp_iota_c<2>>([&](auto d) {
               if constexpr (d < s.dtype_count)
                 mp_for_each<mp_iota_c<2>>([&](auto e) {
-                  if constexpr (e < s.dtype_count) t.cast[p][a][d][e] = HasCastTransform<P, dtype_at<d>, dtype_at<e>>;
+                  if constexpr (e < s.dtype_count)
+                    t.cast[p][a][d][e] = HasCastTransform<P, dtype_at<d>, dtype_at<e>>;
                 });
             });
           }
@@ -131,8 +132,9 @@ struct static_planner {
   template <std::size_t I>
   struct step_type {
     static constexpr step st = result.steps[I];
-    using type = transform_step<st.kind, place_at<st.from.place>, place_at<st.to.place>, dtype_at<st.from.dtype>,
-                                dtype_at<st.to.dtype>, layout_at<st.from.layout>, layout_at<st.to.layout>>;
+    using type =
+        transform_step<st.kind, place_at<st.from.place>, place_at<st.to.place>, dtype_at<st.from.dtype>,
+                       dtype_at<st.to.dtype>, layout_at<st.from.layout>, layout_at<st.to.layout>>;
   };
   template <class I>
   using step_at = typename step_type<I::value>::type;
@@ -142,15 +144,18 @@ struct static_planner {
 // Instantiated only when no chain exists, to say which axis is missing in one line.
 template <class From, class To, axis Missing>
 struct no_transform_chain {
-  static_assert(Missing != axis::place,
-                "fluidk: no transform chain between these kernel types (see the instantiation above): no copy "
-                "between their places, directly or through the host");
-  static_assert(Missing != axis::dtype,
-                "fluidk: no transform chain between these kernel types (see the instantiation above): no cast "
-                "between their data types on any place of the chain");
-  static_assert(Missing != axis::layout,
-                "fluidk: no transform chain between these kernel types (see the instantiation above): no layout "
-                "transform between their layouts on any place of the chain");
+  static_assert(
+      Missing != axis::place,
+      "fluidk: no transform chain between these kernel types (see the instantiation above): no copy "
+      "between their places, directly or through the host");
+  static_assert(
+      Missing != axis::dtype,
+      "fluidk: no transform chain between these kernel types (see the instantiation above): no cast "
+      "between their data types on any place of the chain");
+  static_assert(
+      Missing != axis::layout,
+      "fluidk: no transform chain between these kernel types (see the instantiation above): no layout "
+      "transform between their layouts on any place of the chain");
   using steps = boost::mp11::mp_list<>;
 };
 

@@ -25,7 +25,9 @@ template <class P, class FromLayout, class ToLayout, class From, class To>
 struct fused_transform {};
 
 template <class T>
-concept TransformStep = requires(const Tensor& src, Tensor& dst) { T::run(src, dst); };
+concept TransformStep = requires(const Tensor& src, Tensor& dst) {
+  T::run(src, dst);
+};
 
 template <class P, class FromLayout, class ToLayout>
 concept HasLayoutTransform = TransformStep<layout_transform<P, FromLayout, ToLayout>>;
