@@ -61,8 +61,7 @@ class Variable {
   template <VariableContent T>
   const T& get() const {
     if (const T* value = std::get_if<T>(&content_)) return *value;
-    throw error("variable '" + name_ + "' holds " + std::string(name_of(kind())) + ", not " +
-                std::string(name_of(var_kind_of<T>)));
+    wrong_kind(var_kind_of<T>, ", not ", "");
   }
 
   // Write access: makes the variable a T if it is empty; it must not hold another kind.
@@ -72,8 +71,7 @@ class Variable {
     if (content_.index() == 0) {
       content_.template emplace<T>();
     } else if (!std::holds_alternative<T>(content_)) {
-      throw error("variable '" + name_ + "' holds " + std::string(name_of(kind())) + ", and cannot become " +
-                  std::string(name_of(var_kind_of<T>)) + ": a variable's kind is fixed once set");
+      wrong_kind(var_kind_of<T>, ", and cannot become ", ": a variable's kind is fixed once set");
     }
     version_.fetch_add(1, std::memory_order_release);
     return std::get<T>(content_);
@@ -89,6 +87,13 @@ class Variable {
 
   // Increases on every write access; equal versions mean unchanged content.
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+
+  // Out of line and cold: every kernel reads and writes variables, the messages are rare.
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_kind(var_kind asked, const char* relation,
+                                                         const char* why) const {
+    throw error("variable '" + name_ + "' holds " + std::string(name_of(kind())) + relation +
+                std::string(name_of(asked)) + why);
+  }
 
   // Unique for the life of the process, unlike the address: a cache keyed by it cannot
   // mistake a new variable for a destroyed one that lived at the same address.
