@@ -188,14 +188,8 @@ class Executor {
       bind(call.inputs, o.info->inputs(), "input", o.inputs, o.input_offsets);
       bind(call.outputs, o.info->outputs(), "output", o.outputs, o.output_offsets);
       o.attrs = call.attrs;
-      if (const attribute* device = o.attrs.find("op_device"))
-        if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
-          o.forced_place = parse_place(*text);
-      if (o.attrs.get_or<bool>("use_onednn", false, call.type) ||
-          o.attrs.get_or<bool>("use_mkldnn", false, call.type))
-        o.library = library_type::onednn;
-      else if (o.attrs.get_or<bool>("use_cudnn", false, call.type))
-        o.library = library_type::cudnn;
+      o.forced_place = op_device_of(o.attrs);
+      o.library = library_of(o.attrs, call.type);
       o.args.resize(o.inputs.size() + o.outputs.size());
       o.tensors.resize(o.inputs.size());
       p.ops_.push_back(std::move(o));

@@ -239,18 +239,31 @@ inline const operator_info& find_operator(std::string_view name) {
 // optional inputs).
 using input_tensors = std::span<const std::vector<const Tensor*>>;
 
+// The place an `op_device` attribute forces ("opencl:0"), if any.
+inline std::optional<place> op_device_of(const attribute_map& attrs) {
+  if (const attribute* device = attrs.find("op_device"))
+    if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
+      return parse_place(*text);
+  return std::nullopt;
+}
+
+// The library configuration asks for: use_onednn (or Fluid's use_mkldnn), use_cudnn, else
+// plain. `op` names the operator in the error for an attribute of the wrong kind.
+inline library_type library_of(const attribute_map& attrs, std::string_view op) {
+  if (attrs.get_or<bool>("use_onednn", false, op) || attrs.get_or<bool>("use_mkldnn", false, op))
+    return library_type::onednn;
+  if (attrs.get_or<bool>("use_cudnn", false, op)) return library_type::cudnn;
+  return library_type::plain;
+}
+
 // The expected kernel type: the executor's place (or the operator's own, or an `op_device`
 // attribute), the data type of the deciding input or of all inputs (which must agree),
 // layout ANY, and the library configuration asks for (use_onednn / use_mkldnn / use_cudnn).
 inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
                                       input_tensors inputs,
                                       const attribute_map& attrs = detail::empty_attributes) {
-  place where = executor_place;
-  if (op.run_on())
-    where = *op.run_on();
-  else if (const attribute* device = attrs.find("op_device"))
-    if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
-      where = parse_place(*text);
+  const std::optional<place> forced = op_device_of(attrs);
+  const place where = op.run_on() ? *op.run_on() : forced ? *forced : executor_place;
 
   std::optional<data_type> dtype;
   std::string first_input;
@@ -277,13 +290,7 @@ inline kernel_key expected_kernel_key(const operator_info& op, const place& exec
     throw error("operator '" + std::string(op.name()) +
                 "': no input holds data, so the data type is unknown");
 
-  library_type lib = library_type::plain;
-  if (attrs.get_or<bool>("use_onednn", false, op.name()) ||
-      attrs.get_or<bool>("use_mkldnn", false, op.name()))
-    lib = library_type::onednn;
-  else if (attrs.get_or<bool>("use_cudnn", false, op.name()))
-    lib = library_type::cudnn;
-  return {where, *dtype, data_layout::any, lib};
+  return {where, *dtype, data_layout::any, library_of(attrs, op.name())};
 }
 
 // The outcome of kernel selection.
