@@ -315,6 +315,47 @@ TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][in
   CHECK(scope.get("y").get<LoDTensor>().dtype() == data_type::float64);
 }
 
+namespace {
+// A blocked-layout kernel whose filter keeps its layout: it records the layouts it got.
+template <class T>
+struct blocked_conv_kernel {
+  using layouts = boost::mp11::mp_list<layout::nChw8c>;
+  void operator()(execution_context& ctx) const {
+    last_kernel =
+        std::string(name_of(ctx.input(0).layout())) + "+" + std::string(name_of(ctx.input(1).layout()));
+  }
+};
+struct blocked_conv {
+  static constexpr std::string_view name = "keep_layout_test";
+  static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
+  static constexpr std::array<std::string_view, 1> outputs{"Output"};
+  static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Filter"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu, library::onednn>(blocked_conv_kernel<float>{}));
+};
+}  // namespace
+
+TEST_CASE("keep_layout inputs move and cast but keep their layout, on both paths", "[dispatch][inputs]") {
+  const operator_info& op = register_operator<blocked_conv>();
+  Scope scope;
+  scope.var("x").set(LoDTensor(filled({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw)));
+  scope.var("w").set(LoDTensor(filled({4, 3, 1, 1}, data_type::float32, cpu_place, data_layout::nchw)));
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("w")}};
+  const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
+  last_kernel.clear();
+  run_operator(op, cpu_place, in, out, {{"use_onednn", true}});
+  CHECK(last_kernel == "nChw8c+NCHW");
+  CHECK(input_target_key(op, 1, scope.get("w").get<LoDTensor>(),
+                         kernel_type<cpu, float, layout::nChw8c, library::onednn>::key())
+            .layout() == data_layout::nchw);
+
+  typed_tensor<cpu, float, layout::nchw> x({1, 3, 2, 2}), w({4, 3, 1, 1});
+  Tensor y;
+  last_kernel.clear();
+  run<blocked_conv>(target<cpu, library::onednn>(), inputs(x, w), outputs(y));
+  CHECK(last_kernel == "nChw8c+NCHW");
+}
+
 TEST_CASE("configuration forces a library; an operator may force its place", "[dispatch][config]") {
   const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
   const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};

@@ -42,6 +42,22 @@ struct executor_stats {
   std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
 };
 
+// What one operator run did, for people: the kernel chosen and, for each input that had to
+// move, the chain and what it cost (Executor::trace_into collects these).
+struct input_trace {
+  std::string slot, variable;
+  kernel_key from, to;
+  std::string chain;               // transform_plan::describe()
+  std::uint64_t bytes_copied = 0;  // written by copies between places in this run
+  bool cached = false;             // served by the transfer cache: nothing moved
+};
+struct op_trace {
+  std::string op;
+  kernel_key expected, chosen;
+  bool fell_back = false;
+  std::vector<input_trace> inputs;  // the inputs that were transformed (or served cached)
+};
+
 // Transformed inputs, keyed by the source variable's id and the target key (device
 // included), valid while the source's version is unchanged. Bounded in bytes, least
 // recently used first out.
@@ -134,6 +150,9 @@ class Executor {
   const executor_stats& stats() const noexcept { return stats_; }
   void reset_stats() noexcept { stats_ = {}; }
   transfer_cache& cache() noexcept { return cache_; }
+  // Appends an op_trace per operator run to `sink` until called with nullptr (the default:
+  // no tracing). The sink must outlive the runs.
+  void trace_into(std::vector<op_trace>* sink) noexcept { trace_ = sink; }
 
   // A block resolved against a scope: operators found, variables looked up (made in the
   // scope when missing), attributes read. Valid while the scope lives.
@@ -226,25 +245,12 @@ class Executor {
     const operator_info& info = *o.info;
     // The expected kernel type: place, data type of the deciding inputs, library.
     fluidk::place where = info.run_on() ? *info.run_on() : o.forced_place ? *o.forced_place : place_;
-    std::optional<data_type> dtype;
-    for (std::size_t s = 0; s + 1 < o.input_offsets.size(); ++s) {
-      const bool decides =
-          info.data_type_input() < info.inputs().size() ? s == info.data_type_input() : !info.no_transform(s);
-      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
-        const Tensor* t = tensor_of(*o.inputs[i]);
-        o.tensors[i] = t;
-        if (!decides || t == nullptr || !t->initialized()) continue;
-        if (!dtype)
-          dtype = t->dtype();
-        else if (*dtype != t->dtype())
-          throw error("operator '" + std::string(info.name()) + "': its inputs disagree on the data type ('" +
-                      o.inputs[o.input_offsets[s]]->name() + "' is " + std::string(name_of(t->dtype())) +
-                      ", '" + find_first_input_with(o, *dtype) + "' is " + std::string(name_of(*dtype)) +
-                      ")");
-      }
-    }
-    if (!dtype) throw error("operator '" + std::string(info.name()) + "': no input holds data");
-    const kernel_key expected(where, *dtype, data_layout::any, o.library);
+    for (std::size_t i = 0; i < o.inputs.size(); ++i) o.tensors[i] = tensor_of(*o.inputs[i]);
+    const data_type dtype = detail::major_data_type(info, o.input_offsets.size() - 1, [&](std::size_t s) {
+      return std::span<const Tensor* const>(o.tensors).subspan(o.input_offsets[s],
+                                                               o.input_offsets[s + 1] - o.input_offsets[s]);
+    });
+    const kernel_key expected(where, dtype, data_layout::any, o.library);
     const data_layout preferred =
         !o.tensors.empty() && o.tensors[0] ? o.tensors[0]->layout() : data_layout::any;
     if (!o.last_expected || !identical(*o.last_expected, expected.with_layout(preferred))) {
@@ -256,6 +262,10 @@ class Executor {
     }
     const kernel_choice& choice = o.last_choice;
     if (choice.fell_back) ++stats_.fallbacks;
+    op_trace* trace = trace_ != nullptr
+                          ? &trace_->emplace_back(op_trace{
+                                std::string(info.name()), expected, choice.chosen, choice.fell_back, {}})
+                          : nullptr;
 
     // Inputs: the variable itself, or its transformed copy in a child scope.
     Scope* child = nullptr;
@@ -268,7 +278,12 @@ class Executor {
         const kernel_key target = input_target_key(info, s, *t, choice.chosen);
         if (!detail::needs_transform(*t, target)) continue;
         const transform_plan& plan = plan_transform(key_of(*t), target);
+        const executor_stats before = stats_;
         const Variable& transformed = cache_.get(*v, target, plan, t->numel(), stats_);
+        if (trace != nullptr)
+          trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), key_of(*t), target,
+                                   plan.describe(), stats_.bytes_copied - before.bytes_copied,
+                                   stats_.cache_hits > before.cache_hits});
         if (child == nullptr) {
           child = &scope.new_scope();
           ++stats_.child_scopes;
@@ -303,16 +318,10 @@ class Executor {
       to.set(from.get<SelectedRows>());
   }
 
-  static std::string find_first_input_with(const prepared::op& o, data_type d) {
-    for (std::size_t i = 0; i < o.inputs.size(); ++i)
-      if (o.tensors[i] != nullptr && o.tensors[i]->initialized() && o.tensors[i]->dtype() == d)
-        return o.inputs[i]->name();
-    return "?";
-  }
-
   fluidk::place place_;
   transfer_cache cache_;
   executor_stats stats_;
+  std::vector<op_trace>* trace_ = nullptr;
 };
 
 }  // namespace fluidk

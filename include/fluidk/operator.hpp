@@ -251,6 +251,8 @@ constexpr std::size_t slot_index(std::span<const std::string_view> names, std::s
 // Operator configuration, each part optional:
 //   static constexpr std::string_view data_type_input = "X";  the input whose data type decides
 //   static constexpr std::array<std::string_view, N> no_transform_inputs{...};  never transformed
+//   static constexpr std::array<std::string_view, N> keep_layout_inputs{...};   moved and cast,
+//       never re-laid-out (a convolution's filter next to a blocked-layout kernel)
 //   static constexpr std::array<std::string_view, N> cast_inputs{...};  cast to the kernel's type
 //   using run_on = cpu;                                        the place it always runs on
 //   static constexpr fallback_policy fallback = ...;           default: none
@@ -272,6 +274,14 @@ template <class Op>
 constexpr bool no_transform_input(std::string_view slot) {
   if constexpr (requires { Op::no_transform_inputs; })
     return detail::is_listed(slot, Op::no_transform_inputs);
+  else
+    return false;
+}
+
+template <class Op>
+constexpr bool keep_layout_input(std::string_view slot) {
+  if constexpr (requires { Op::keep_layout_inputs; })
+    return detail::is_listed(slot, Op::keep_layout_inputs);
   else
     return false;
 }

@@ -73,6 +73,7 @@ class operator_info {
     for (std::size_t s = 0; s < Op::inputs.size(); ++s) {
       info->no_transform_.push_back(no_transform_input<Op>(Op::inputs[s]));
       info->cast_.push_back(cast_input<Op>(Op::inputs[s]));
+      info->keep_layout_.push_back(keep_layout_input<Op>(Op::inputs[s]));
     }
     boost::hana::for_each(Op::kernels, [&](const auto& pair) {
       using key_type = typename std::decay_t<decltype(boost::hana::first(pair))>::type;
@@ -92,6 +93,9 @@ class operator_info {
     return slot < no_transform_.size() && no_transform_[slot];
   }
   bool cast(std::size_t slot) const noexcept { return slot < cast_.size() && cast_[slot]; }
+  bool keep_layout(std::size_t slot) const noexcept {
+    return slot < keep_layout_.size() && keep_layout_[slot];
+  }
   const std::optional<place>& run_on() const noexcept { return run_on_; }
   std::size_t data_type_input() const noexcept { return data_type_input_; }
   // The operator's InferVarType, nullptr for the default (every output a dense LoDTensor).
@@ -133,7 +137,7 @@ class operator_info {
   std::size_t data_type_input_ = 0;
   std::optional<place> run_on_;
   infer_var_type_function infer_var_type_ = nullptr;
-  std::vector<bool> no_transform_, cast_;
+  std::vector<bool> no_transform_, cast_, keep_layout_;
   std::vector<kernel_entry> entries_;
   std::array<std::unique_ptr<std::array<const kernel_entry*, detail::keys_per_place_kind>>, max_place_kinds>
       table_;
@@ -256,6 +260,46 @@ inline library_type library_of(const attribute_map& attrs, std::string_view op) 
   return library_type::plain;
 }
 
+namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void inputs_disagree(const operator_info& op,
+                                                                   std::size_t first_slot, data_type first,
+                                                                   std::size_t slot, data_type other) {
+  throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
+              std::string(op.inputs()[first_slot]) + " is " + std::string(name_of(first)) + ", " +
+              std::string(op.inputs()[slot]) + " is " + std::string(name_of(other)) +
+              "); the operator can name the input that decides with data_type_input");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void no_input_data(const operator_info& op) {
+  throw error("operator '" + std::string(op.name()) + "': no input holds data, so the data type is unknown");
+}
+
+// The data type of the expected kernel, Fluid's IndicateDataType: the deciding input's
+// (data_type_input), else the one all inputs that are not exempt from transforms share.
+// `slot_tensors(s)` gives the tensors of input slot s (null or empty ones are skipped).
+// The one rule behind expected_kernel_key and the executor.
+template <class SlotTensors>
+data_type major_data_type(const operator_info& op, std::size_t slots, SlotTensors&& slot_tensors) {
+  const std::size_t decider = op.data_type_input();
+  const bool named = decider < op.inputs().size();
+  std::optional<data_type> dtype;
+  std::size_t first_slot = 0;
+  for (std::size_t s = 0; s < slots; ++s) {
+    if (named ? s != decider : op.no_transform(s)) continue;
+    for (const Tensor* t : slot_tensors(s)) {
+      if (t == nullptr || !t->initialized()) continue;
+      if (!dtype) {
+        dtype = t->dtype();
+        first_slot = s;
+      } else if (*dtype != t->dtype()) {
+        inputs_disagree(op, first_slot, *dtype, s, t->dtype());
+      }
+    }
+  }
+  if (!dtype) no_input_data(op);
+  return *dtype;
+}
+}  // namespace detail
+
 // The expected kernel type: the executor's place (or the operator's own, or an `op_device`
 // attribute), the data type of the deciding input or of all inputs (which must agree),
 // layout ANY, and the library configuration asks for (use_onednn / use_mkldnn / use_cudnn).
@@ -264,33 +308,9 @@ inline kernel_key expected_kernel_key(const operator_info& op, const place& exec
                                       const attribute_map& attrs = detail::empty_attributes) {
   const std::optional<place> forced = op_device_of(attrs);
   const place where = op.run_on() ? *op.run_on() : forced ? *forced : executor_place;
-
-  std::optional<data_type> dtype;
-  std::string first_input;
-  std::string disagreement;
-  for (std::size_t s = 0; s < inputs.size(); ++s) {
-    if (op.data_type_input() < op.inputs().size() && s != op.data_type_input()) continue;
-    if (op.no_transform(s) && op.data_type_input() >= op.inputs().size()) continue;
-    for (const Tensor* t : inputs[s]) {
-      if (t == nullptr || !t->initialized()) continue;
-      const std::string here = std::string(op.inputs()[s]) + " is " + std::string(name_of(t->dtype()));
-      if (!dtype) {
-        dtype = t->dtype();
-        first_input = here;
-      } else if (*dtype != t->dtype() && disagreement.empty()) {
-        disagreement = here;
-      }
-    }
-  }
-  if (!disagreement.empty())
-    throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
-                first_input + ", " + disagreement +
-                "); the operator can name the input that decides with data_type_input");
-  if (!dtype)
-    throw error("operator '" + std::string(op.name()) +
-                "': no input holds data, so the data type is unknown");
-
-  return {where, *dtype, data_layout::any, library_of(attrs, op.name())};
+  const data_type dtype = detail::major_data_type(
+      op, inputs.size(), [&](std::size_t s) -> const auto& { return inputs[s]; });
+  return {where, dtype, data_layout::any, library_of(attrs, op.name())};
 }
 
 // The outcome of kernel selection.
@@ -336,12 +356,13 @@ inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& ex
 
 // The kernel key an input is transformed to, Fluid's GetKernelTypeForVar: the kernel's
 // place and layout with the input's own data type (its cast target when the operator asks
-// for a cast); an exempt input keeps its own key, so nothing happens to it.
+// for a cast) and its own layout when the operator keeps that input's layout; an exempt
+// input keeps its own key, so nothing happens to it.
 inline kernel_key input_target_key(const operator_info& op, std::size_t slot, const Tensor& input,
                                    const kernel_key& kernel) {
   if (op.no_transform(slot)) return key_of(input);
-  return {kernel.place(), op.cast(slot) ? kernel.dtype() : input.dtype(), kernel.layout(),
-          library_type::plain};
+  return {kernel.place(), op.cast(slot) ? kernel.dtype() : input.dtype(),
+          op.keep_layout(slot) ? input.layout() : kernel.layout(), library_type::plain};
 }
 
 // What a call would do, for a person: the expected key, the chosen kernel, any fallback, and

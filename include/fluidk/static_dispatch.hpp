@@ -190,20 +190,29 @@ constexpr std::uint64_t cast_mask() {
     if (cast_input<Op>(Op::inputs[i])) mask |= std::uint64_t(1) << i;
   return mask;
 }
+template <class Op>
+constexpr std::uint64_t keep_layout_mask() {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < Op::inputs.size(); ++i)
+    if (keep_layout_input<Op>(Op::inputs[i])) mask |= std::uint64_t(1) << i;
+  return mask;
+}
 
 // The kernel type an input is transformed to: the kernel's place and layout, its own data
-// type unless the operator asks to cast it. An exempt input is not transformed at all.
-template <class Kernel, bool Cast, class In>
-using input_target = kernel_type<typename Kernel::place_t,
-                                 std::conditional_t<Cast, typename Kernel::dtype_t, typename In::dtype_t>,
-                                 typename Kernel::layout_t>;
+// type unless the operator asks to cast it, its own layout when the operator keeps it. An
+// exempt input is not transformed at all.
+template <class Kernel, bool Cast, bool KeepLayout, class In>
+using input_target =
+    kernel_type<typename Kernel::place_t,
+                std::conditional_t<Cast, typename Kernel::dtype_t, typename In::dtype_t>,
+                std::conditional_t<KeepLayout, typename In::layout_t, typename Kernel::layout_t>>;
 
 // One input of a static call as the kernel needs it. When the compile-time chain is empty
 // and no device can differ, the kernel reads the caller's tensor itself: no copy, not even
 // of the handle, so that such a call costs what calling the kernel directly costs.
-template <class Kernel, bool Exempt, bool Cast, class In>
+template <class Kernel, bool Exempt, bool Cast, bool KeepLayout, class In>
 class prepared_input {
-  using target = input_target<Kernel, Cast, In>;
+  using target = input_target<Kernel, Cast, KeepLayout, In>;
   using chain =
       transform_chain<kernel_type<typename In::place_t, typename In::dtype_t, typename In::layout_t>, target>;
   static constexpr bool pass_through =
@@ -211,7 +220,7 @@ class prepared_input {
       (boost::mp11::mp_empty<chain>::value && !Kernel::place_t::has_device_id &&
        planning::effective_source_layout(
            In::layout_t::value, planning::effective_target_layout(
-                                    In::layout_t::value, Kernel::layout_t::value)) == In::layout_t::value);
+                                    In::layout_t::value, target::layout_t::value)) == In::layout_t::value);
 
  public:
   [[gnu::always_inline]] prepared_input(const In& in, int device) {
@@ -268,8 +277,8 @@ FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& devic
   kernel(context);
 }
 
-template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, class K, class Target, class... In,
-          class... Out>
+template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, std::uint64_t KeepLayout, class K,
+          class Target, class... In, class... Out>
 FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in,
                                         const output_pack<Out...>& out, const attribute_map& attrs,
                                         std::string_view op, std::span<const std::string_view> input_names,
@@ -277,8 +286,9 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
   [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
-    std::tuple<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0, In>...> prepared{
-        {std::get<I>(in.tensors), device_id}...};
+    std::tuple<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0,
+                              ((KeepLayout >> I) & 1) != 0, In>...>
+        prepared{{std::get<I>(in.tensors), device_id}...};
     std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(std::get<I>(prepared).get())...};
     invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, op, input_names, output_names);
   }
@@ -311,8 +321,9 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
     const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<chosen>);
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");
-    detail::invoke_static<chosen, detail::no_transform_mask<Op>(), detail::cast_mask<Op>()>(
-        kernel, t, in, out, attrs, Op::name, Op::inputs, Op::outputs);
+    detail::invoke_static<chosen, detail::no_transform_mask<Op>(), detail::cast_mask<Op>(),
+                          detail::keep_layout_mask<Op>()>(kernel, t, in, out, attrs, Op::name, Op::inputs,
+                                                          Op::outputs);
   }
 }
 
