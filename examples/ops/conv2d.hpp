@@ -8,11 +8,13 @@
 //   CPU oneDNN, float: a convolution primitive created with the format `any` for source,
 //     weights and destination, so that oneDNN picks its blocked layouts. The kernel is
 //     declared for nChw8c and nChw16c: fluidk hands it the input in one of them (the one the
-//     input is already in when it is one of them), the kernel reorders what oneDNN asks
-//     for in another format (the weights, always), and leaves the output in the layout
-//     oneDNN chose, labelled nChw8c or nChw16c; a plain operator that follows gets the
-//     layout transform from fluidk.
-// Other places add their groups to `kernels` (fluidk::kernels_on<cuda, library::cudnn>(...)).
+//     input is already in when it is one of them) and the filter in its own layout
+//     (keep_layout_inputs), the kernel reorders what oneDNN asks for in another format (the
+//     weights, always), and leaves the output blocked: in the
+//     kernel's layout when one of oneDNN's implementations produces it, else in the other
+//     blocked layout; a plain operator that follows gets the layout transform from fluidk.
+//   CUDA cuDNN, float and double: cudnnConvolutionForward in NCHW (use_cudnn selects it, as
+//     in Fluid; without it a CUDA program falls back to the CPU kernel, reported once).
 #pragma once
 
 #include <algorithm>
@@ -31,6 +33,11 @@
 #include "ops/detail/gemm.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include <limits>
+
+#include "ops/detail/cuda.hpp"
 #endif
 
 namespace fluidk::ops {
@@ -214,26 +221,26 @@ struct conv2d_onednn {
   }
 
   // The primitive: created with the format `any` for source, weights and destination, and
-  // oneDNN's implementations walked in its order of preference to the first that puts the
-  // output in a blocked layout (oneDNN 2.6 on AVX-512 CPUs prefers an NHWC implementation
-  // first). When none does, source and destination are asked for in the kernel's blocked
-  // layout; when oneDNN cannot do that either, its first choice stands (and the output is
-  // reordered into the kernel's layout).
+  // oneDNN's implementations walked in its order of preference, first to one that puts the
+  // output in the kernel's own blocked layout (the input's, when that is one of the two),
+  // then to one that puts it in the other (oneDNN 2.6 on AVX-512 CPUs prefers an NHWC
+  // implementation first, and nChw16c to nChw8c). When none does, source and destination
+  // are asked for in the kernel's blocked layout; when oneDNN cannot do that either, its
+  // first choice stands (and the output is reordered into the kernel's layout).
   static pd_type choose(const conv2d_geometry& g, data_layout input, data_layout kernel,
                         onednn_context& dnn) {
     const dnnl::memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};
-    auto blocked = [&](const pd_type& pd) {
-      return detail::fluidk_layout_of(pd.dst_desc(), dst_dims, {data_layout::nChw8c, data_layout::nChw16c}) !=
-             data_layout::any;
-    };
-    // (The descriptions outlive the walk: oneDNN's iterator reads them on each step.)
+    const data_layout wanted = blocked_layout(kernel, input);
+    // (The descriptions outlive the walks: oneDNN's iterator reads them on each step.)
     const dnnl::convolution_forward::desc any = make_desc(g, dnnl::memory::format_tag::any);
-    pd_type walk(any, dnn.engine());
-    do {
-      if (blocked(walk)) return walk;
-    } while (walk.next_impl());
-    const dnnl::convolution_forward::desc in_kernel_layout =
-        make_desc(g, onednn_format(blocked_layout(kernel, input)));
+    for (const data_layout target :
+         {wanted, wanted == data_layout::nChw8c ? data_layout::nChw16c : data_layout::nChw8c}) {
+      pd_type walk(any, dnn.engine());
+      do {
+        if (detail::fluidk_layout_of(walk.dst_desc(), dst_dims, {target}) == target) return walk;
+      } while (walk.next_impl());
+    }
+    const dnnl::convolution_forward::desc in_kernel_layout = make_desc(g, onednn_format(wanted));
     const pd_type forced(in_kernel_layout, dnn.engine(), true);
     if (forced) return forced;
     return {any, dnn.engine()};
@@ -250,16 +257,115 @@ inline constexpr auto conv2d_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_CUDA
+// cuDNN: the forward convolution in NCHW, with the fastest algorithm cuDNN's heuristics
+// report for the shapes and a workspace allocated on the device for the call.
+template <class T>
+struct conv2d_cudnn {
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
+    const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
+    if (out.numel() > 0) run(ctx, call, g, input, filter, out);
+    detail::set_output(ctx, "Output", std::move(out));
+  }
+
+ private:
+  // cuDNN's descriptors, destroyed with the call.
+  struct descriptors {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    ~descriptors() {
+      if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+      if (w != nullptr) cudnnDestroyFilterDescriptor(w);
+      if (y != nullptr) cudnnDestroyTensorDescriptor(y);
+      if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+    }
+  };
+
+  static void run(const execution_context& ctx, detail::cuda_call& call, const conv2d_geometry& g,
+                  const Tensor& input, const Tensor& filter, Tensor& out) {
+    using detail::cudnn_require;
+    constexpr cudnnDataType_t type = std::is_same_v<T, float> ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+    auto i32 = [&](std::int64_t v) {
+      detail::require(v <= std::numeric_limits<int>::max(), ctx, "a size exceeds cuDNN's int range");
+      return int(v);
+    };
+    descriptors d;
+    cudnn_require(cudnnCreateTensorDescriptor(&d.x), ctx, "cudnnCreateTensorDescriptor");
+    cudnn_require(cudnnCreateTensorDescriptor(&d.y), ctx, "cudnnCreateTensorDescriptor");
+    cudnn_require(cudnnCreateFilterDescriptor(&d.w), ctx, "cudnnCreateFilterDescriptor");
+    cudnn_require(cudnnCreateConvolutionDescriptor(&d.conv), ctx, "cudnnCreateConvolutionDescriptor");
+    cudnn_require(
+        cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ctx,
+        "cudnnSetTensor4dDescriptor (Input)");
+    cudnn_require(
+        cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.oc), i32(g.oh), i32(g.ow)),
+        ctx, "cudnnSetTensor4dDescriptor (Output)");
+    cudnn_require(cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, i32(g.oc), i32(g.c / g.groups),
+                                             i32(g.kh), i32(g.kw)),
+                  ctx, "cudnnSetFilter4dDescriptor");
+    cudnn_require(cudnnSetConvolution2dDescriptor(d.conv, i32(g.paddings[0]), i32(g.paddings[1]),
+                                                  i32(g.strides[0]), i32(g.strides[1]), i32(g.dilations[0]),
+                                                  i32(g.dilations[1]), CUDNN_CROSS_CORRELATION, type),
+                  ctx, "cudnnSetConvolution2dDescriptor");
+    cudnn_require(cudnnSetConvolutionGroupCount(d.conv, i32(g.groups)), ctx, "cudnnSetConvolutionGroupCount");
+
+    cudnnHandle_t handle = call.cuda.cudnn();
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int found = 0;
+    cudnn_require(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
+                  ctx, "cudnnGetConvolutionForwardAlgorithm_v7");
+    int pick = 0;
+    while (pick < found && perf[pick].status != CUDNN_STATUS_SUCCESS) ++pick;
+    detail::require(pick < found, ctx, "cuDNN has no forward algorithm for these shapes");
+    const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
+    std::size_t workspace_bytes = 0;
+    cudnn_require(
+        cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo, &workspace_bytes), ctx,
+        "cudnnGetConvolutionForwardWorkspaceSize");
+    Tensor workspace({std::int64_t(workspace_bytes)}, data_type::uint8, ctx.place());
+    const T alpha = 1, beta = 0;
+    cudnn_require(
+        cudnnConvolutionForward(handle, &alpha, d.x, detail::device_data<T>(input), d.w,
+                                detail::device_data<T>(filter), d.conv, algo,
+                                workspace_bytes > 0 ? detail::device_data<std::uint8_t>(workspace) : nullptr,
+                                workspace_bytes, &beta, d.y, detail::device_data<T>(out)),
+        ctx, "cudnnConvolutionForward");
+    // The workspace is freed when this returns: wait for the convolution that uses it.
+    call.cuda.wait();
+  }
+};
+namespace detail {
+inline constexpr auto conv2d_cudnn_kernels =
+    fluidk::kernels_on<cuda, library::cudnn>(conv2d_cudnn<float>{}, conv2d_cudnn<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto conv2d_cudnn_kernels = no_kernels();
+}
+#endif
+
 struct conv2d {
   static constexpr std::string_view name = "conv2d";
   static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
   static constexpr std::array<std::string_view, 1> outputs{"Output"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
-  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
-  // same data type runs, counted and reported once as a fallback.
+  // without oneDNN; use_cudnn without cuDNN; a device without conv kernels), the CPU kernel
+  // of the same data type runs, counted and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}), detail::conv2d_onednn_kernels);
+  // The filter is moved and cast like any input but keeps its layout: the blocked layout of
+  // a oneDNN kernel describes its activations, and the kernel reorders the weights itself.
+  static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Filter"};
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}),
+                           detail::conv2d_onednn_kernels, detail::conv2d_cudnn_kernels);
 };
 
 }  // namespace fluidk::ops

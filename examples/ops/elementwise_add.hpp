@@ -4,8 +4,8 @@
 // vector [D] adds to every row of X [..., D]. Out has X's shape, layout (when X and Y share
 // it) and sequence offsets.
 //
-// Kernels: CPU plain (float, double) and CPU oneDNN (float: the binary primitive, with its
-// own broadcasting of Y). Other places add their groups to `kernels`.
+// Kernels: CPU plain (float, double), CPU oneDNN (float: the binary primitive, with its own
+// broadcasting of Y), CUDA (float, double) and OpenCL (float).
 #pragma once
 
 #include <array>
@@ -22,6 +22,12 @@
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
 #endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
+#endif
 
 namespace fluidk::ops {
 
@@ -32,6 +38,18 @@ struct elementwise_geometry {
   std::int64_t pre = 1, n = 1, post = 1;
   std::size_t axis = 0;    // where Y's dims start in X's
   std::size_t y_rank = 0;  // Y's rank without trailing 1s
+
+  // The device kernels' view: c[i] = a[i] + b[(i / post) % n] for i < total.
+  struct flat {
+    std::int64_t total, n, post;
+  };
+  flat flattened(const Tensor& x) const {
+    if (same) {
+      const std::int64_t all = detail::storage_elements(x);
+      return {all, all > 0 ? all : 1, 1};
+    }
+    return {pre * n * post, n, post};
+  }
 
   static elementwise_geometry of(const execution_context& ctx, const Tensor& x, const Tensor& y) {
     elementwise_geometry g{};
@@ -129,17 +147,71 @@ inline constexpr auto elementwise_add_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_OPENCL
+template <class T>
+struct elementwise_add_opencl {
+  static_assert(std::is_same_v<T, float>, "the OpenCL elementwise_add kernel computes in float");
+
+  void operator()(execution_context& ctx) const {
+    const auto [x, y] = detail::elementwise_operands(ctx);
+    const elementwise_geometry g = elementwise_geometry::of(ctx, x, y);
+    Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
+    const auto f = g.flattened(x);
+    if (f.total > 0)
+      detail::opencl_launch(ctx, "add_f32", std::size_t(f.total), 1, detail::cl_arg<float>(x),
+                            detail::cl_arg<float>(y), detail::cl_buffer(out), cl_ulong(f.total),
+                            cl_ulong(f.n), cl_ulong(f.post));
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto elementwise_add_opencl_kernels =
+    fluidk::kernels_on<opencl>(elementwise_add_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto elementwise_add_opencl_kernels = no_kernels();
+}
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T>
+struct elementwise_add_cuda {
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    const auto [x, y] = detail::elementwise_operands(ctx);
+    const elementwise_geometry g = elementwise_geometry::of(ctx, x, y);
+    Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
+    const auto f = g.flattened(x);
+    detail::cuda_require(
+        cuda_launch::add<T>(call.stream(), detail::device_data<T>(x), detail::device_data<T>(y),
+                            detail::device_data<T>(out), f.total, f.n, f.post),
+        ctx, "the elementwise_add kernel");
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto elementwise_add_cuda_kernels =
+    fluidk::kernels_on<cuda>(elementwise_add_cuda<float>{}, elementwise_add_cuda<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto elementwise_add_cuda_kernels = no_kernels();
+}
+#endif
+
 struct elementwise_add {
   static constexpr std::string_view name = "elementwise_add";
   static constexpr std::array<std::string_view, 2> inputs{"X", "Y"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
-  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
-  // same data type runs, counted and reported once as a fallback.
+  // without oneDNN; double on OpenCL), the CPU kernel of the same data type runs, counted
+  // and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
   static constexpr auto kernels = fluidk::make_kernels(
       fluidk::kernels_on<cpu>(elementwise_add_cpu<float>{}, elementwise_add_cpu<double>{}),
-      detail::elementwise_add_onednn_kernels);
+      detail::elementwise_add_onednn_kernels, detail::elementwise_add_cuda_kernels,
+      detail::elementwise_add_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

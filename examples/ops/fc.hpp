@@ -3,9 +3,9 @@
 // [K, N]; Bias, optional, is [N] or [1, N] and added to every row. Out has Input's leading
 // dimensions and N, and its sequence offsets.
 //
-// Kernels: CPU plain (float, double: a blocked GEMM) and CPU oneDNN (float: the inner
-// product primitive, its weights reordered into the format oneDNN asks for). Other places
-// add their groups to `kernels`.
+// Kernels: CPU plain (float, double: a blocked GEMM), CPU oneDNN (float: the inner product
+// primitive, its weights reordered into the format oneDNN asks for), CUDA (float, double:
+// the bias rows, then cuBLAS accumulating onto them) and OpenCL (float).
 #pragma once
 
 #include <algorithm>
@@ -24,6 +24,12 @@
 #include "ops/detail/gemm.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
 #endif
 
 namespace fluidk::ops {
@@ -126,16 +132,67 @@ inline constexpr auto fc_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_OPENCL
+template <class T>
+struct fc_opencl {
+  static_assert(std::is_same_v<T, float>, "the OpenCL fc kernel computes in float");
+
+  void operator()(execution_context& ctx) const {
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor w = detail::row_major(detail::input(ctx, "W"));
+    const fc_geometry g = fc_geometry::of(ctx, input, w);
+    Tensor out(g.out, data_type::float32, ctx.place());
+    detail::opencl_gemm(ctx, g.m, g.n, g.k, input, w, g.bias ? &ctx.input("Bias") : nullptr, out);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+  }
+};
+namespace detail {
+inline constexpr auto fc_opencl_kernels = fluidk::kernels_on<opencl>(fc_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto fc_opencl_kernels = no_kernels();
+}
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T>
+struct fc_cuda {
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    const Tensor input = detail::row_major(detail::input(ctx, "Input"));
+    const Tensor w = detail::row_major(detail::input(ctx, "W"));
+    const fc_geometry g = fc_geometry::of(ctx, input, w);
+    Tensor out(g.out, data_type_of<T>, ctx.place());
+    if (g.bias)  // every row starts as the bias; the GEMM accumulates onto it
+      detail::cuda_require(cuda_launch::fill_rows<T>(call.stream(), detail::device_data<T>(ctx.input("Bias")),
+                                                     detail::device_data<T>(out), g.m, g.n),
+                           ctx, "the bias kernel");
+    detail::cublas_gemm<T>(ctx, call, g.m, g.n, g.k, detail::device_data<T>(input), detail::device_data<T>(w),
+                           detail::device_data<T>(out), g.bias);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+  }
+};
+namespace detail {
+inline constexpr auto fc_cuda_kernels = fluidk::kernels_on<cuda>(fc_cuda<float>{}, fc_cuda<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto fc_cuda_kernels = no_kernels();
+}
+#endif
+
 struct fc {
   static constexpr std::string_view name = "fc";
   static constexpr std::array<std::string_view, 3> inputs{"Input", "W", "Bias"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
-  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
-  // same data type runs, counted and reported once as a fallback.
+  // without oneDNN; double on OpenCL), the CPU kernel of the same data type runs, counted
+  // and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(fc_cpu<float>{}, fc_cpu<double>{}), detail::fc_onednn_kernels);
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(fc_cpu<float>{}, fc_cpu<double>{}),
+                           detail::fc_onednn_kernels, detail::fc_cuda_kernels, detail::fc_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

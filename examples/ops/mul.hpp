@@ -3,8 +3,8 @@
 // y_num_col_dims (both default 1); Out has X's leading and Y's trailing dimensions and X's
 // sequence offsets.
 //
-// Kernels: CPU plain (float, double: a blocked GEMM) and CPU oneDNN (float: the matmul
-// primitive). Other places add their groups to `kernels`.
+// Kernels: CPU plain (float, double: a blocked GEMM), CPU oneDNN (float: the matmul
+// primitive), CUDA (float, double: cuBLAS) and OpenCL (float).
 #pragma once
 
 #include <array>
@@ -22,6 +22,12 @@
 #include "ops/detail/gemm.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
 #endif
 
 namespace fluidk::ops {
@@ -99,16 +105,63 @@ inline constexpr auto mul_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_OPENCL
+template <class T>
+struct mul_opencl {
+  static_assert(std::is_same_v<T, float>, "the OpenCL mul kernel computes in float");
+
+  void operator()(execution_context& ctx) const {
+    const Tensor x = detail::row_major(detail::input(ctx, "X"));
+    const Tensor y = detail::row_major(detail::input(ctx, "Y"));
+    const mul_geometry g = mul_geometry::of(ctx, x, y);
+    Tensor out(g.out, data_type::float32, ctx.place());
+    detail::opencl_gemm(ctx, g.m, g.n, g.k, x, y, nullptr, out);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto mul_opencl_kernels = fluidk::kernels_on<opencl>(mul_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto mul_opencl_kernels = no_kernels();
+}
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T>
+struct mul_cuda {
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    const Tensor x = detail::row_major(detail::input(ctx, "X"));
+    const Tensor y = detail::row_major(detail::input(ctx, "Y"));
+    const mul_geometry g = mul_geometry::of(ctx, x, y);
+    Tensor out(g.out, data_type_of<T>, ctx.place());
+    detail::cublas_gemm<T>(ctx, call, g.m, g.n, g.k, detail::device_data<T>(x), detail::device_data<T>(y),
+                           detail::device_data<T>(out), false);
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto mul_cuda_kernels = fluidk::kernels_on<cuda>(mul_cuda<float>{}, mul_cuda<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto mul_cuda_kernels = no_kernels();
+}
+#endif
+
 struct mul {
   static constexpr std::string_view name = "mul";
   static constexpr std::array<std::string_view, 2> inputs{"X", "Y"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
-  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
-  // same data type runs, counted and reported once as a fallback.
+  // without oneDNN; double on OpenCL), the CPU kernel of the same data type runs, counted
+  // and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(mul_cpu<float>{}, mul_cpu<double>{}), detail::mul_onednn_kernels);
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(mul_cpu<float>{}, mul_cpu<double>{}),
+                           detail::mul_onednn_kernels, detail::mul_cuda_kernels, detail::mul_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

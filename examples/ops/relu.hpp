@@ -1,9 +1,9 @@
 // relu (X -> Out): Out = max(X, 0), elementwise, in X's layout and with X's sequence offsets.
 //
-// Kernels: CPU plain (float, double) and CPU oneDNN (float: the eltwise primitive). The
-// oneDNN kernel is declared for the wildcard layout and for nChw8c and nChw16c, so that
-// blocked data from a oneDNN conv2d stays blocked. Other places add their groups to
-// `kernels`.
+// Kernels: CPU plain (float, double), CPU oneDNN (float: the eltwise primitive), CUDA
+// (float, double) and OpenCL (float). The oneDNN kernel is declared for the wildcard layout
+// and for nChw8c and nChw16c, so that blocked data from a oneDNN conv2d stays blocked; the
+// device kernels run over NCHW-or-plain data (fluidk brings blocked data to NCHW first).
 #pragma once
 
 #include <array>
@@ -18,6 +18,12 @@
 #include "ops/detail/common.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
 #endif
 
 namespace fluidk::ops {
@@ -72,16 +78,63 @@ inline constexpr auto relu_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_OPENCL
+template <class T>
+struct relu_opencl {
+  static_assert(std::is_same_v<T, float>, "the OpenCL relu kernel computes in float");
+
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = detail::input(ctx, "X");
+    Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
+    const std::int64_t n = detail::storage_elements(x);
+    if (n > 0)
+      detail::opencl_launch(ctx, "relu_f32", std::size_t(n), 1, detail::cl_arg<float>(x),
+                            detail::cl_buffer(out), cl_ulong(n));
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto relu_opencl_kernels = fluidk::kernels_on<opencl>(relu_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto relu_opencl_kernels = no_kernels();
+}
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T>
+struct relu_cuda {
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    const Tensor& x = detail::input(ctx, "X");
+    Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
+    detail::cuda_require(cuda_launch::relu<T>(call.stream(), detail::device_data<T>(x),
+                                              detail::device_data<T>(out), detail::storage_elements(x)),
+                         ctx, "the relu kernel");
+    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+  }
+};
+namespace detail {
+inline constexpr auto relu_cuda_kernels = fluidk::kernels_on<cuda>(relu_cuda<float>{}, relu_cuda<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto relu_cuda_kernels = no_kernels();
+}
+#endif
+
 struct relu {
   static constexpr std::string_view name = "relu";
   static constexpr std::array<std::string_view, 1> inputs{"X"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
-  // without oneDNN; a place this operator has no kernels for yet), the CPU kernel of the
-  // same data type runs, counted and reported once as a fallback.
+  // without oneDNN; double on OpenCL), the CPU kernel of the same data type runs, counted
+  // and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
   static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(relu_cpu<float>{}, relu_cpu<double>{}), detail::relu_onednn_kernels);
+      fluidk::kernels_on<cpu>(relu_cpu<float>{}, relu_cpu<double>{}), detail::relu_onednn_kernels,
+      detail::relu_cuda_kernels, detail::relu_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

@@ -25,6 +25,17 @@
 #else
 #define FLUIDK_OPS_ONEDNN 0
 #endif
+// 1 when the OpenCL kernels are compiled in (fluidk_opencl_dep defines FLUIDK_HAS_OPENCL).
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+#define FLUIDK_OPS_OPENCL 1
+#else
+#define FLUIDK_OPS_OPENCL 0
+#endif
+// 1 when the CUDA kernels are compiled in: fluidk_ops_dep defines it when CUDA was found and
+// links the launchers of ops/cuda/kernels.cu (a program built otherwise defines it itself).
+#ifndef FLUIDK_OPS_CUDA
+#define FLUIDK_OPS_CUDA 0
+#endif
 
 namespace fluidk::ops::detail {
 

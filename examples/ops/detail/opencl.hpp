@@ -1,0 +1,161 @@
+// What the OpenCL kernels of the example operators share: their OpenCL C source, built once
+// per cl_context, and a launcher that sets a kernel's arguments from fluidk tensors and
+// queues it on the context's in-order queue.
+//
+// Kernels are queued, not waited for: everything that reads their results afterwards (a
+// copy to the host, the next kernel) goes through the same in-order queue, and OpenCL keeps
+// a buffer alive until the commands that use it have finished.
+#pragma once
+
+#if !defined(FLUIDK_HAS_OPENCL) || !FLUIDK_HAS_OPENCL
+#error "ops/detail/opencl.hpp needs the OpenCL backend (FLUIDK_HAS_OPENCL=1)"
+#else
+
+#include <cstddef>
+#include <cstdint>
+#include <fluidk/devices/opencl.hpp>
+#include <fluidk/execution_context.hpp>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "ops/detail/common.hpp"
+
+namespace fluidk::ops::detail {
+
+// One program for every operator. Element offsets come as arguments, so a tensor that is a
+// slice of a larger buffer works like any other.
+inline constexpr const char* opencl_source = R"CLC(
+__kernel void relu_f32(__global const float* x, ulong x_off, __global float* y, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_off + i];
+  y[i] = v > 0.0f ? v : 0.0f;
+}
+
+// c = a + b, b repeated: a is [pre, n, post] and b is [n] (same = elementwise when n covers a).
+__kernel void add_f32(__global const float* a, ulong a_off, __global const float* b, ulong b_off,
+                      __global float* c, ulong total, ulong n, ulong post) {
+  const size_t i = get_global_id(0);
+  if (i >= total) return;
+  c[i] = a[a_off + i] + b[b_off + (i / post) % n];
+}
+
+// C[m, n] = A[m, k] x B[k, n] (+ bias[n] when has_bias), row-major; one work-item per element
+// of C. The sum runs in k order, like the CPU kernels' reference loop.
+__kernel void gemm_f32(__global const float* a, ulong a_off, __global const float* b, ulong b_off,
+                       __global const float* bias, ulong bias_off, int has_bias,
+                       __global float* c, ulong m, ulong n, ulong k) {
+  const size_t col = get_global_id(0);
+  const size_t row = get_global_id(1);
+  if (col >= n || row >= m) return;
+  __global const float* a_row = a + a_off + row * k;
+  __global const float* b_col = b + b_off + col;
+  float sum = 0.0f;
+  for (ulong p = 0; p < k; ++p) sum += a_row[p] * b_col[p * n];
+  c[row * n + col] = has_bias ? sum + bias[bias_off + col] : sum;
+}
+)CLC";
+
+// The program above, built for a context's device once; later calls reuse it.
+inline cl_program opencl_program(const execution_context& ctx, opencl_context& cl) {
+  struct programs {
+    std::mutex mutex;
+    std::map<cl_context, cl_program> built;
+    ~programs() {
+      for (auto& [context, program] : built) clReleaseProgram(program);
+    }
+  };
+  static programs cache;
+  const std::lock_guard lock(cache.mutex);
+  cl_program& program = cache.built[cl.context()];
+  if (program != nullptr) return program;
+  cl_int status = CL_SUCCESS;
+  const char* source = opencl_source;
+  cl_program made = clCreateProgramWithSource(cl.context(), 1, &source, nullptr, &status);
+  if (status != CL_SUCCESS)
+    fail(ctx, "clCreateProgramWithSource on " + cl.place().to_string() + ": " + opencl_error_name(status));
+  cl_device_id device = cl.device();
+  status = clBuildProgram(made, 1, &device, "-cl-std=CL1.2", nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    std::size_t size = 0;
+    clGetProgramBuildInfo(made, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+    std::string log(size, '\0');
+    clGetProgramBuildInfo(made, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+    clReleaseProgram(made);
+    fail(ctx, "the OpenCL kernels do not build on " + cl.place().to_string() + " (" +
+                  opencl_error_name(status) + "): " + log);
+  }
+  program = made;
+  return program;
+}
+
+// A tensor's buffer and its offset in elements of T, as an OpenCL kernel takes them.
+template <class T>
+struct cl_view {
+  cl_mem buffer;
+  cl_ulong offset;
+};
+template <class T>
+cl_view<T> cl_arg(const Tensor& t) {
+  return {static_cast<cl_mem>(t.handle()), cl_ulong(t.offset() / sizeof(T))};
+}
+// The buffer of an output the kernel just made (offset 0).
+inline cl_mem cl_buffer(const Tensor& t) { return static_cast<cl_mem>(t.handle()); }
+
+// Queues kernel `name` of the program with these arguments (cl_view<T> gives two: buffer and
+// offset) over a 1-D or 2-D range rounded up to whole work-groups of the implementation's
+// choosing. Errors name the operator and the failing call.
+template <class... Args>
+void opencl_launch(const execution_context& ctx, const char* name, std::size_t global0, std::size_t global1,
+                   const Args&... args) {
+  auto& cl = ctx.device_as<opencl_context>();
+  cl_int status = CL_SUCCESS;
+  // A kernel object per launch: clSetKernelArg on a shared cl_kernel is not thread-safe.
+  cl_kernel kernel = clCreateKernel(opencl_program(ctx, cl), name, &status);
+  if (status != CL_SUCCESS)
+    fail(ctx, std::string("clCreateKernel(") + name + "): " + opencl_error_name(status));
+  struct release {
+    cl_kernel k;
+    ~release() { clReleaseKernel(k); }
+  } guard{kernel};
+  cl_uint index = 0;
+  auto set = [&](std::size_t size, const void* value) {
+    if (status == CL_SUCCESS) status = clSetKernelArg(kernel, index++, size, value);
+  };
+  auto add = [&](const auto& arg) {
+    using A = std::remove_cvref_t<decltype(arg)>;
+    if constexpr (requires { arg.buffer; }) {
+      set(sizeof(cl_mem), &arg.buffer);
+      set(sizeof(cl_ulong), &arg.offset);
+    } else {
+      static_assert(std::is_trivially_copyable_v<A>);
+      set(sizeof(A), &arg);
+    }
+  };
+  (add(args), ...);
+  if (status != CL_SUCCESS)
+    fail(ctx, std::string("clSetKernelArg(") + name + ", " + std::to_string(index - 1) +
+                  "): " + opencl_error_name(status));
+  const std::size_t global[2] = {global0, global1};
+  status = clEnqueueNDRangeKernel(cl.queue(), kernel, global1 > 1 ? 2 : 1, nullptr, global, nullptr, 0,
+                                  nullptr, nullptr);
+  if (status != CL_SUCCESS)
+    fail(ctx, std::string("clEnqueueNDRangeKernel(") + name + ") on " + cl.place().to_string() + ": " +
+                  opencl_error_name(status));
+}
+
+// Row-major out [m, n] = a [m, k] x b [k, n], plus bias [n] on every row when given (mul's
+// and fc's kernel); `out` was just made on the device.
+inline void opencl_gemm(const execution_context& ctx, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& out) {
+  if (m == 0 || n == 0) return;
+  const cl_view<float> bias_arg = bias != nullptr ? cl_arg<float>(*bias) : cl_arg<float>(a);  // a: unread
+  opencl_launch(ctx, "gemm_f32", std::size_t(n), std::size_t(m), cl_arg<float>(a), cl_arg<float>(b), bias_arg,
+                cl_int(bias != nullptr), cl_buffer(out), cl_ulong(m), cl_ulong(n), cl_ulong(k));
+}
+
+}  // namespace fluidk::ops::detail
+
+#endif  // FLUIDK_HAS_OPENCL
