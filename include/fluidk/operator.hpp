@@ -102,13 +102,14 @@ constexpr bool check_kernel_declaration() {
 // The entries of one kernel: one per layout it declares.
 template <class P, class Lib, class K, class... L>
 constexpr auto entries_of(const K& k, boost::mp11::mp_list<L...>) {
-  return boost::hana::make_basic_tuple(kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>{k}...);
+  return boost::hana::basic_tuple<kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>...>{
+      kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>{k}...};
 }
 
 template <class... A, class... B, std::size_t... I, std::size_t... J>
 constexpr auto concat(const boost::hana::basic_tuple<A...>& a, const boost::hana::basic_tuple<B...>& b,
                       std::index_sequence<I...>, std::index_sequence<J...>) {
-  return boost::hana::make_basic_tuple(boost::hana::at_c<I>(a)..., boost::hana::at_c<J>(b)...);
+  return boost::hana::basic_tuple<A..., B...>{boost::hana::at_c<I>(a)..., boost::hana::at_c<J>(b)...};
 }
 template <class... A>
 constexpr const boost::hana::basic_tuple<A...>& concat_all(const boost::hana::basic_tuple<A...>& a) {
@@ -127,9 +128,10 @@ template <class P, class Lib = library::plain, class... K>
 constexpr auto kernels_on(const K&... k) {
   if constexpr ((detail::check_kernel_declaration<P, Lib, K>() && ...)) {
     if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))  // the common case
-      return boost::hana::make_basic_tuple(
+      return boost::hana::basic_tuple<detail::kernel_map_entry<
+          kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>...>{
           detail::kernel_map_entry<
-              kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>{k}...);
+              kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>{k}...};
     else
       return detail::concat_all(detail::entries_of<P, Lib>(k, kernel_layouts<K>{})...);
   } else {
@@ -191,10 +193,16 @@ struct make_checked_map {
         first_duplicate<types>::type::value,
         "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
         "named in registered_once<...>)");
-    if constexpr (boost::mp11::mp_is_set<typename types::keys>::value)
-      return boost::hana::make_map(entries...);
-    else
+    // The map is built from its storage, as hana::make_map does after copying every entry
+    // through make_basic_tuple and its checks (a third of the cost of a declaration); where
+    // Hana has no make_map_type, make_map itself.
+    if constexpr (!boost::mp11::mp_is_set<typename types::keys>::value)
       return boost::hana::make_map();
+    else if constexpr (requires { typename boost::hana::detail::make_map_type<E...>::type; })
+      return
+          typename boost::hana::detail::make_map_type<E...>::type{boost::hana::basic_tuple<E...>{entries...}};
+    else
+      return boost::hana::make_map(entries...);
   }
 };
 

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "fluidk/detail/pack.hpp"
 #include "fluidk/operator.hpp"
 #include "fluidk/transforms/static_chain.hpp"
 
@@ -45,7 +46,7 @@ class target {
 
 template <class... T>
 struct input_pack {
-  std::tuple<const T&...> tensors;
+  detail::pack<const T&...> tensors;
 };
 template <class... T>
 struct output_pack {
@@ -56,7 +57,7 @@ struct output_pack {
 template <class... T>
 input_pack<T...> inputs(const T&... t) noexcept {
   static_assert((is_typed_tensor<T> && ...), "fluidk: the static path takes typed_tensor inputs");
-  return {std::tuple<const T&...>(t...)};
+  return {{{t}...}};
 }
 // The outputs, tensors the kernel writes, in the operator's slot order.
 template <class... T>
@@ -75,8 +76,18 @@ struct keys_as_list {
     return boost::mp11::mp_list<Key...>{};
   }
 };
+template <class Map>
+struct map_keys {
+  using type = decltype(boost::hana::unpack(std::declval<const Map&>(), keys_as_list{}));
+};
+// Read off the type of the map make_kernels builds, without instantiating unpack.
+template <class HashTable, class... Key, class... K>
+struct map_keys<
+    boost::hana::detail::map_impl<HashTable, boost::hana::basic_tuple<kernel_map_entry<Key, K>...>>> {
+  using type = boost::mp11::mp_list<Key...>;
+};
 template <class Op>
-using kernel_keys_of = decltype(boost::hana::unpack(Op::kernels, keys_as_list{}));
+using kernel_keys_of = typename map_keys<std::remove_cvref_t<decltype(Op::kernels)>>::type;
 
 template <class P, class T, class Lib>
 struct same_except_layout {
@@ -286,10 +297,10 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
   [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
-    std::tuple<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0,
-                              ((KeepLayout >> I) & 1) != 0, In>...>
-        prepared{{std::get<I>(in.tensors), device_id}...};
-    std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(std::get<I>(prepared).get())...};
+    detail::pack<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0,
+                                ((KeepLayout >> I) & 1) != 0, In>...>
+        prepared{{{detail::pack_get<I>(in.tensors), device_id}}...};
+    std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(detail::pack_get<I>(prepared).get())...};
     invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, op, input_names, output_names);
   }
   (std::index_sequence_for<In...>{});
