@@ -41,14 +41,14 @@ place pick_accelerator(std::string& about) {
     about = "CUDA GPU 0";
     return place::of<cuda>(0);
   }
-  about = cuda_unavailable_reason() + "; ";
+  about = cuda_unavailable_reason() + "\n             ";
 #endif
 #if FLUIDK_OPS_OPENCL
   if (device_count(place::of<opencl>(0)) > 0) {
     about += "OpenCL device 0, " + context_of<opencl>(0).device_name();
     return place::of<opencl>(0);
   }
-  about += "no OpenCL device; ";
+  about += "no OpenCL device\n             ";
 #endif
   about += "no accelerator: the whole program runs on the CPU";
   return cpu_place;
@@ -114,6 +114,24 @@ ProgramDesc tagger_program() {
   op("crf_decoding", {{"Emission", {"emission"}}, {"Transition", {"transition"}}},
      {{"ViterbiPath", {"path"}}});
   return program;
+}
+
+// The text form, an operator's attributes on a line of their own when the line would not
+// fit a terminal.
+void print_program(const std::string& text) {
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(begin, end - begin);
+    const std::size_t attrs = line.find(" {");
+    if (line.size() > 96 && attrs != std::string::npos)
+      std::printf("%s\n      %s\n", line.substr(0, attrs).c_str(), line.substr(attrs + 1).c_str());
+    else
+      std::printf("%s\n", line.c_str());
+    begin = end + 1;
+  }
+  std::printf("\n");
 }
 
 Tensor uniform(const dims& shape, float scale, std::mt19937& rng) {
@@ -226,7 +244,8 @@ int run() {
   std::printf("fluidk demo: a sequence tagger as a mixed-device program\naccelerator: %s\n\n", about.c_str());
 
   const ProgramDesc program = tagger_program();
-  std::printf("program:\n%s\n", to_text(program).c_str());
+  std::printf("program:\n");
+  print_program(to_text(program));
   std::printf("operator outputs by kind (each operator's InferVarType decides):\n");
   for (const var_kind kind : {var_kind::lod_tensor, var_kind::selected_rows}) {
     std::string names;

@@ -29,7 +29,8 @@
 //   var NAME : KIND DTYPE [D0, D1, ...] [persistable]
 //                        KIND: LoDTensor, SelectedRows, LoDTensorArray or nothing (also
 //                        lod_tensor, selected_rows, lod_tensor_array, empty); DTYPE: a data
-//                        type name as fluidk/dtype.hpp reads it; the shape may be [] (scalar)
+//                        type name as fluidk/dtype.hpp reads it; the shape may be [] (a
+//                        scalar, or not known: append_op makes outputs without a shape)
 //   op TYPE (SLOT: NAME, ...; ...) -> (SLOT: NAME, ...; ...) [{ATTR: KIND VALUE; ...}]
 //                        slots are written in name order; a slot may be empty ("X:")
 //
