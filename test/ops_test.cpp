@@ -400,6 +400,16 @@ TEMPLATE_TEST_CASE("fc, plain CPU: Input x W + Bias against a naive product; Bia
     if (bias)
       for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += b.data<TestType>()[i % 4];
     check_close(values<TestType>(scope.get("out")), expected, tolerance<TestType>());
+
+    // The static path gives the same bits; an optional input is left out with no_input.
+    const auto typed = [](const Tensor& t) { return tensor_cast<cpu, TestType>(t); };
+    Tensor out;
+    const attribute_map attrs{{"in_num_col_dims", 2}};
+    if (bias)
+      run<ops::fc>(target<cpu>(), inputs(typed(input), typed(w), typed(b)), outputs(out), attrs);
+    else
+      run<ops::fc>(target<cpu>(), inputs(typed(input), typed(w), no_input), outputs(out), attrs);
+    CHECK(values<TestType>(out) == values<TestType>(scope.get("out")));
   }
 }
 

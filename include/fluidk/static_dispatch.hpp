@@ -44,6 +44,13 @@ class target {
   context_type* context_;
 };
 
+// An optional input left out of a static call: run<ops::fc>(t, inputs(x, w, no_input), ...).
+// The kernel sees the slot empty, as on the runtime path.
+struct no_input_t {
+  explicit constexpr no_input_t() = default;
+};
+inline constexpr no_input_t no_input{};
+
 template <class... T>
 struct input_pack {
   detail::pack<const T&...> tensors;
@@ -56,7 +63,9 @@ struct output_pack {
 // The inputs of a static call, typed tensors in the operator's slot order.
 template <class... T>
 input_pack<T...> inputs(const T&... t) noexcept {
-  static_assert((is_typed_tensor<T> && ...), "fluidk: the static path takes typed_tensor inputs");
+  static_assert(
+      ((is_typed_tensor<T> || std::is_same_v<T, no_input_t>)&&...),
+      "fluidk: the static path takes typed_tensor inputs (or fluidk::no_input for an optional one)");
   return {{{t}...}};
 }
 // The outputs, tensors the kernel writes, in the operator's slot order.
@@ -147,27 +156,58 @@ struct run_on_of<Op, Default> {
   using type = typename Op::run_on;
 };
 
+template <class In>
+struct input_traits {
+  using dtype_t = typename In::dtype_t;
+  using layout_t = typename In::layout_t;
+};
+template <>
+struct input_traits<no_input_t> {
+  using dtype_t = void;
+  using layout_t = layout::any;
+};
+
+// The data type of a static call: the deciding input's, else the one all given inputs share
+// (float when none is given).
+template <std::size_t Decider, class All, class Given,
+          bool Named = (Decider < boost::mp11::mp_size<All>::value)>
+struct deciding_dtype {
+  using type = boost::mp11::mp_at_c<All, Decider>;
+};
+template <std::size_t Decider, class All, class Given>
+struct deciding_dtype<Decider, All, Given, false> {
+  using type =
+      boost::mp11::mp_eval_if_c<boost::mp11::mp_empty<Given>::value, float, boost::mp11::mp_front, Given>;
+};
+
 template <class Op, class Target, class... In>
 struct static_selection {
   using keys = kernel_keys_of<Op>;
-  using input_dtypes = boost::mp11::mp_list<typename In::dtype_t...>;
+  // Each input's data type and layout; void and ANY for an input left out (no_input).
+  using all_dtypes = boost::mp11::mp_list<typename input_traits<In>::dtype_t...>;
+  using input_dtypes = boost::mp11::mp_remove<all_dtypes, void>;
   static constexpr std::size_t decider = data_type_input_index<Op>();
-  static constexpr bool inputs_agree = decider < sizeof...(In) || sizeof...(In) == 0 ||
-                                       boost::mp11::mp_size<boost::mp11::mp_unique<input_dtypes>>::value == 1;
+  static constexpr bool inputs_agree =
+      decider < sizeof...(In) || boost::mp11::mp_size<boost::mp11::mp_unique<input_dtypes>>::value <= 1;
   static_assert(
       inputs_agree,
       "fluidk: the inputs of this operator disagree on the data type; name the input that decides with "
       "`static constexpr std::string_view data_type_input = ...;` (see the input types above)");
 
-  using dtype = boost::mp11::mp_eval_if_c<sizeof...(In) == 0, float, boost::mp11::mp_at, input_dtypes,
-                                          boost::mp11::mp_size_t<(decider < sizeof...(In) ? decider : 0)>>;
+  using dtype = typename deciding_dtype<decider, all_dtypes, input_dtypes>::type;
+  static_assert(!std::is_void_v<dtype>,
+                "fluidk: the input that decides this operator's data type (data_type_input) is left out");
   using place_t = typename run_on_of<Op, typename Target::place_t>::type;
   using library_t = typename Target::library_t;
-  using preferred_layout = boost::mp11::mp_eval_if_c<sizeof...(In) == 0, layout::any, boost::mp11::mp_front,
-                                                     boost::mp11::mp_list<typename In::layout_t...>>;
+  using preferred_layout =
+      boost::mp11::mp_eval_if_c<sizeof...(In) == 0, layout::any, boost::mp11::mp_front,
+                                boost::mp11::mp_list<typename input_traits<In>::layout_t...>>;
 
-  using expected = typename find_kernel_key<keys, place_t, dtype, library_t, preferred_layout>::type;
-  static constexpr bool may_fall_back = fallback_of<Op>() == fallback_policy::cpu;
+  // (Nothing is looked up without a data type: the assertion above is the one error.)
+  using expected =
+      typename boost::mp11::mp_if_c<std::is_void_v<dtype>, std::type_identity<void>,
+                                    find_kernel_key<keys, place_t, dtype, library_t, preferred_layout>>::type;
+  static constexpr bool may_fall_back = fallback_of<Op>() == fallback_policy::cpu && !std::is_void_v<dtype>;
   using chosen = typename boost::mp11::mp_if_c<std::is_void_v<expected> && may_fall_back,
                                                fallback_kernel_key<static_selection>,
                                                std::type_identity<expected>>::type;
@@ -252,6 +292,14 @@ class prepared_input {
   std::conditional_t<pass_through, const Tensor*, Tensor> held_;
 };
 
+// An input left out: the kernel's argument is empty.
+template <class Kernel, bool Exempt, bool Cast, bool KeepLayout>
+class prepared_input<Kernel, Exempt, Cast, KeepLayout, no_input_t> {
+ public:
+  [[gnu::always_inline]] prepared_input(const no_input_t&, int) noexcept {}
+  const Tensor* get() const noexcept { return nullptr; }
+};
+
 template <class Kernel, class Target>
 [[gnu::always_inline]] inline auto& kernel_context(const Target& t) {
   using P = typename Kernel::place_t;
@@ -323,7 +371,9 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "fluidk: run<Op>: give one output per output slot of the operator");
   using selection = detail::static_selection<Op, Target, In...>;
   using chosen = typename selection::chosen;
-  if constexpr (std::is_void_v<chosen>) {
+  if constexpr (std::is_void_v<typename selection::dtype>) {
+    // The deciding input is left out: static_selection's assertion has said so.
+  } else if constexpr (std::is_void_v<chosen>) {
     (void)sizeof(detail::no_kernel<Op,
                                    kernel_type<typename selection::place_t, typename selection::dtype,
                                                layout::any, typename Target::library_t>,
