@@ -176,6 +176,15 @@ TEMPLATE_LIST_TEST_CASE("mul and fc on the device: against the CPU kernels; a sl
   compare<T>(scope, "fc_part", "Out", product_tolerance<T>());
   run_both(scope, "mul", {{"X", {"x"}}, {"Y", {"w"}}}, {"Out"}, "mul3", {{"x_num_col_dims", 1}});
   compare<T>(scope, "mul3", "Out", product_tolerance<T>());
+  // An empty sum (K = 0): zeros, or the bias on every row.
+  scope.var("x0").set(LoDTensor(random_tensor<T>({3, 0})));
+  scope.var("w0").set(LoDTensor(random_tensor<T>({0, 4})));
+  scope.var("b0").set(LoDTensor(random_tensor<T>({4})));
+  run_both(scope, "mul", {{"X", {"x0"}}, {"Y", {"w0"}}}, {"Out"}, "mul_k0");
+  compare<T>(scope, "mul_k0", "Out", 0);
+  CHECK(values<T>(scope.get("mul_k0_Out_dev")) == std::vector<T>(12, T(0)));
+  run_both(scope, "fc", {{"Input", {"x0"}}, {"W", {"w0"}}, {"Bias", {"b0"}}}, {"Out"}, "fc_k0");
+  compare<T>(scope, "fc_k0", "Out", 0);
 }
 
 TEST_CASE("a device without a kernel for the call: the CPU kernel runs, counted as a fallback",

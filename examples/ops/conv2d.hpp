@@ -270,7 +270,13 @@ struct conv2d_cudnn {
     const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
     Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
-    if (out.numel() > 0) run(ctx, call, g, input, filter, out);
+    if (out.numel() > 0 &&
+        g.c == 0)  // no input channel: zeros, as the CPU kernel gives (cuDNN refuses C = 0)
+      detail::cuda_require(
+          cudaMemsetAsync(detail::device_data<T>(out), 0, out.storage_bytes(), call.stream()), ctx,
+          "cudaMemsetAsync");
+    else if (out.numel() > 0)
+      run(ctx, call, g, input, filter, out);
     detail::set_output(ctx, "Output", std::move(out));
   }
 
@@ -315,15 +321,23 @@ struct conv2d_cudnn {
                                                   i32(g.dilations[1]), CUDNN_CROSS_CORRELATION, type),
                   ctx, "cudnnSetConvolution2dDescriptor");
     cudnn_require(cudnnSetConvolutionGroupCount(d.conv, i32(g.groups)), ctx, "cudnnSetConvolutionGroupCount");
+    // Full-precision arithmetic: the default math type lets cuDNN pick TF32 tensor-core
+    // algorithms for float on Ampere and later (a 10-bit mantissa), unlike the CPU kernels.
+    cudnn_require(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH), ctx, "cudnnSetConvolutionMathType");
 
     cudnnHandle_t handle = call.cuda.cudnn();
+    const auto lock = call.cuda.lock_cudnn();
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
     cudnn_require(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y,
                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
                   ctx, "cudnnGetConvolutionForwardAlgorithm_v7");
+    // The fastest algorithm that computes in full precision (no tensor-op math type).
     int pick = 0;
-    while (pick < found && perf[pick].status != CUDNN_STATUS_SUCCESS) ++pick;
+    while (pick < found &&
+           (perf[pick].status != CUDNN_STATUS_SUCCESS || perf[pick].mathType == CUDNN_TENSOR_OP_MATH ||
+            perf[pick].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      ++pick;
     detail::require(pick < found, ctx, "cuDNN has no forward algorithm for these shapes");
     const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
     std::size_t workspace_bytes = 0;

@@ -47,15 +47,15 @@ __device__ inline double exp_of(double x) { return exp(x); }
 __device__ inline float log_of(float x) { return logf(x); }
 __device__ inline double log_of(double x) { return log(x); }
 
-// One block per row: the maximum, the sum of exponentials (shared-memory reductions), then
-// the softmax and the loss. A hard label outside [0, classes) that is not ignore_index is
-// recorded in *bad_row (the smallest such row) and the row's loss is left 0.
+// One row per thread block (the kernel below loops over rows): the maximum, the sum of
+// exponentials (shared-memory reductions), then the softmax and the loss. A hard label
+// outside [0, classes) that is not ignore_index is recorded in *bad_row (the smallest such
+// row) and the row's loss is left 0.
 template <class T>
-__global__ void softmax_cross_entropy_kernel(const T* logits, const std::int64_t* hard, const T* soft,
-                                             T* softmax, T* loss, std::int64_t classes,
-                                             std::int64_t ignore_index, unsigned long long* bad_row) {
-  __shared__ T partial[threads];
-  const std::int64_t r = blockIdx.x;
+__device__ void softmax_cross_entropy_row(const T* logits, const std::int64_t* hard, const T* soft,
+                                          T* softmax, T* loss, std::int64_t r, std::int64_t classes,
+                                          std::int64_t ignore_index, unsigned long long* bad_row,
+                                          T* partial) {
   const T* row = logits + r * classes;
   T* prob = softmax + r * classes;
 
@@ -96,6 +96,7 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int64_t
       __syncthreads();
     }
     if (threadIdx.x == 0) loss[r] = partial[0];
+    __syncthreads();  // partial is reused by the next row
     return;
   }
   if (threadIdx.x != 0) return;
@@ -108,6 +109,15 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int64_t
   } else {
     loss[r] = log_sum - (row[c] - max);
   }
+}
+
+template <class T>
+__global__ void softmax_cross_entropy_kernel(const T* logits, const std::int64_t* hard, const T* soft,
+                                             T* softmax, T* loss, std::int64_t rows, std::int64_t classes,
+                                             std::int64_t ignore_index, unsigned long long* bad_row) {
+  __shared__ T partial[threads];
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    softmax_cross_entropy_row(logits, hard, soft, softmax, loss, r, classes, ignore_index, bad_row, partial);
 }
 
 }  // namespace
@@ -140,8 +150,9 @@ cudaError_t softmax_with_cross_entropy(cudaStream_t stream, const T* logits, con
                                        std::int64_t classes, std::int64_t ignore_index,
                                        unsigned long long* bad_row) {
   if (rows == 0) return cudaSuccess;
-  softmax_cross_entropy_kernel<<<unsigned(rows), threads, 0, stream>>>(
-      logits, hard_label, soft_label, softmax, loss, classes, ignore_index, bad_row);
+  // One block per row, at most 65535 blocks: each block then takes every gridDim.x-th row.
+  softmax_cross_entropy_kernel<<<blocks_for(rows * threads), threads, 0, stream>>>(
+      logits, hard_label, soft_label, softmax, loss, rows, classes, ignore_index, bad_row);
   return cudaGetLastError();
 }
 

@@ -51,13 +51,18 @@ inline void cuda_require(cudaError_t status, const execution_context& ctx, const
                   fluidk::detail::cuda_error_text(status));
   }
 }
+// (Both leave no CUDA error behind for the next operator to report as its own.)
 inline void cublas_require(cublasStatus_t status, const execution_context& ctx, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    static_cast<void>(cudaGetLastError());
     fail(ctx, std::string(what) + " on " + ctx.place().to_string() + ": " + cublasGetStatusString(status));
+  }
 }
 inline void cudnn_require(cudnnStatus_t status, const execution_context& ctx, const char* what) {
-  if (status != CUDNN_STATUS_SUCCESS)
+  if (status != CUDNN_STATUS_SUCCESS) {
+    static_cast<void>(cudaGetLastError());
     fail(ctx, std::string(what) + " on " + ctx.place().to_string() + ": " + cudnnGetErrorString(status));
+  }
 }
 
 // Row-major C [m, n] = A [m, k] x B [k, n] (+ C when accumulate) with cuBLAS, which is
@@ -66,6 +71,12 @@ template <class T>
 void cublas_gemm(const execution_context& ctx, cuda_call& call, std::int64_t m, std::int64_t n,
                  std::int64_t k, const T* a, const T* b, T* c, bool accumulate) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C stays (accumulate) or is zero, as the CPU kernel has it
+    if (!accumulate)
+      cuda_require(cudaMemsetAsync(c, 0, std::size_t(m * n) * sizeof(T), call.stream()), ctx,
+                   "cudaMemsetAsync");
+    return;
+  }
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   require(m <= int_max && n <= int_max && k <= int_max, ctx, "a matrix side exceeds cuBLAS's int range");
   const T alpha = 1;

@@ -172,6 +172,10 @@ class cuda_context final : public device_context {
     return cudnn_;
   }
 
+  // cuDNN allows one thread at a time on a handle: hold this lock while calling cuDNN with
+  // cudnn(). (cuBLAS handles may be used from several threads at once.)
+  [[nodiscard]] std::unique_lock<std::mutex> lock_cudnn() { return std::unique_lock<std::mutex>(cudnn_use_); }
+
   // The cuBLAS handle of this device, bound to stream(); made on first call.
   cublasHandle_t cublas() {
     const std::lock_guard lock(mutex_);
@@ -204,6 +208,7 @@ class cuda_context final : public device_context {
   int device_;
   cudaStream_t stream_ = nullptr;
   std::mutex mutex_;  // guards the lazy handles: contexts are shared between threads
+  std::mutex cudnn_use_;
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
 };
