@@ -54,11 +54,17 @@ place pick_accelerator(std::string& about) {
   return cpu_place;
 }
 
-// "Place(opencl:0)" -> "opencl:0".
-std::string short_name(const place& p) {
-  const std::string text = p.to_string();
-  return text.rfind("Place(", 0) == 0 ? text.substr(6, text.size() - 7) : text;
+// "Place(opencl:0)" -> "opencl:0", in a place's name or in a text naming places.
+std::string without_place_prefix(std::string text) {
+  for (std::size_t at = text.find("Place("); at != std::string::npos; at = text.find("Place(", at)) {
+    const std::size_t close = text.find(')', at);
+    if (close == std::string::npos) break;
+    text.erase(close, 1);
+    text.erase(at, 6);
+  }
+  return text;
 }
+std::string short_name(const place& p) { return without_place_prefix(p.to_string()); }
 
 std::string key_text(const kernel_key& k) {
   return std::string(name_of(k.dtype())) + " " + std::string(name_of(k.layout())) + " " +
@@ -179,7 +185,7 @@ void print_plan(const std::vector<op_trace>& trace) {
                   in.cached             ? "cached"
                   : in.bytes_copied > 0 ? bytes_text(in.bytes_copied).c_str()
                                         : "on host",
-                  in.chain.c_str());
+                  without_place_prefix(in.chain).c_str());
   }
 }
 
@@ -219,10 +225,9 @@ bool agrees(const Scope& scope, const Scope& reference, const char* batch) {
   for (std::int64_t i = 0; comparable && i < path.numel(); ++i)
     same += path.data<std::int64_t>()[i] == expected_path.data<std::int64_t>()[i];
   const bool paths = comparable && same == path.numel();
-  std::printf(
-      "  %s: emission within %.1e of the CPU run (tolerance 1e-4): %s; path %lld of %lld tags equal: %s\n",
-      batch, worst, close ? "yes" : "NO", static_cast<long long>(same),
-      static_cast<long long>(expected_path.numel()), paths ? "yes" : "NO");
+  std::printf("  %s: emission off by %.1e at most (tolerance 1e-4): %s; tags equal: %lld of %lld: %s\n",
+              batch, worst, close ? "ok" : "NO", static_cast<long long>(same),
+              static_cast<long long>(expected_path.numel()), paths ? "ok" : "NO");
   return close && paths;
 }
 
