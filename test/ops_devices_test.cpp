@@ -23,6 +23,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops_test_support.hpp"
+
 using namespace fluidk;
 
 #if defined(FLUIDK_OPS_TEST_CUDA) && FLUIDK_OPS_TEST_CUDA
@@ -61,42 +63,18 @@ std::vector<T> values(const Variable& v) {
 }
 
 template <class T>
-void check_close(const std::vector<T>& actual, const std::vector<T>& expected, double tol) {
-  REQUIRE(actual.size() == expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    const double e = double(expected[i]), a = double(actual[i]);
-    if (!(std::abs(a - e) <= tol * std::max(1.0, std::abs(e)))) {
-      INFO("element " << i << ": " << a << " expected " << e << " (tolerance " << tol << ")");
-      CHECK(false);
-      return;
-    }
-  }
-  SUCCEED();
-}
-
-template <class T>
 double product_tolerance() {
   return std::is_same_v<T, float> ? 1e-4 : 1e-10;
 }
 
-using slot_names = std::vector<std::pair<std::string, std::vector<std::string>>>;
+using fluidk_test::check_close;
+using fluidk_test::slot_names;
 
 // One operator through the runtime path at `where`, on variables of the scope by name.
 kernel_choice run_at(const place& where, Scope& scope, std::string_view type, const slot_names& in,
                      const slot_names& out, const attribute_map& attrs = {}) {
   REQUIRE(registered);
-  const operator_info& op = find_operator(type);
-  auto bind = [&](const slot_names& given, std::span<const std::string_view> declared) {
-    std::vector<std::vector<Variable*>> vars(declared.size());
-    for (const auto& [slot, names] : given) {
-      const auto it = std::find(declared.begin(), declared.end(), slot);
-      REQUIRE(it != declared.end());
-      for (const std::string& name : names)
-        vars[std::size_t(it - declared.begin())].push_back(&scope.var(name));
-    }
-    return vars;
-  };
-  return run_operator(op, where, bind(in, op.inputs()), bind(out, op.outputs()), attrs);
+  return fluidk_test::run_named(where, scope, type, in, out, attrs);
 }
 
 // Runs the operator on the device (into outputs suffixed "_dev") and on the CPU ("_cpu");

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "ops_test_support.hpp"
+
 using namespace fluidk;
 
 namespace {
@@ -72,41 +74,14 @@ double tolerance() {
   return std::is_same_v<T, float> ? 1e-4 : 1e-10;
 }
 
-// |actual - expected| <= tol * max(1, |expected|), element by element; reports the first miss.
-template <class T, class U>
-void check_close(const std::vector<T>& actual, const std::vector<U>& expected, double tol) {
-  REQUIRE(actual.size() == expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    const double e = double(expected[i]), a = double(actual[i]);
-    if (!(std::abs(a - e) <= tol * std::max(1.0, std::abs(e)))) {
-      INFO("element " << i << ": " << a << " expected " << e << " (tolerance " << tol << ")");
-      CHECK(false);
-      return;
-    }
-  }
-  SUCCEED();
-}
-
-using slot_names = std::vector<std::pair<std::string, std::vector<std::string>>>;
+using fluidk_test::check_close;
+using fluidk_test::slot_names;
 
 // Runs an operator once through the runtime path on variables of the scope, by name.
 kernel_choice run_rt(Scope& scope, std::string_view type, const slot_names& in, const slot_names& out,
                      const attribute_map& attrs = {}, const place& where = cpu_place) {
   REQUIRE(registered);
-  const operator_info& op = find_operator(type);
-  auto bind = [&](const slot_names& given, std::span<const std::string_view> declared) {
-    std::vector<std::vector<Variable*>> vars(declared.size());
-    for (const auto& [slot, names] : given) {
-      const auto it = std::find(declared.begin(), declared.end(), slot);
-      REQUIRE(it != declared.end());
-      for (const std::string& name : names)
-        vars[std::size_t(it - declared.begin())].push_back(&scope.var(name));
-    }
-    return vars;
-  };
-  const auto ins = bind(in, op.inputs());
-  const auto outs = bind(out, op.outputs());
-  return run_operator(op, where, ins, outs, attrs);
+  return fluidk_test::run_named(where, scope, type, in, out, attrs);
 }
 
 // --- references -----------------------------------------------------------------------------

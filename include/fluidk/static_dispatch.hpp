@@ -227,25 +227,11 @@ struct no_kernel {
 
 // Per-slot flags of an operator's inputs as bit masks, so that the code preparing inputs
 // depends on the kernel type and the flags only, and is shared between operators.
-template <class Op>
-constexpr std::uint64_t no_transform_mask() {
+template <class Op, bool (*Flag)(std::string_view)>
+constexpr std::uint64_t input_mask() {
   std::uint64_t mask = 0;
   for (std::size_t i = 0; i < Op::inputs.size(); ++i)
-    if (no_transform_input<Op>(Op::inputs[i])) mask |= std::uint64_t(1) << i;
-  return mask;
-}
-template <class Op>
-constexpr std::uint64_t cast_mask() {
-  std::uint64_t mask = 0;
-  for (std::size_t i = 0; i < Op::inputs.size(); ++i)
-    if (cast_input<Op>(Op::inputs[i])) mask |= std::uint64_t(1) << i;
-  return mask;
-}
-template <class Op>
-constexpr std::uint64_t keep_layout_mask() {
-  std::uint64_t mask = 0;
-  for (std::size_t i = 0; i < Op::inputs.size(); ++i)
-    if (keep_layout_input<Op>(Op::inputs[i])) mask |= std::uint64_t(1) << i;
+    if (Flag(Op::inputs[i])) mask |= std::uint64_t(1) << i;
   return mask;
 }
 
@@ -382,9 +368,10 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
     const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<chosen>);
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");
-    detail::invoke_static<chosen, detail::no_transform_mask<Op>(), detail::cast_mask<Op>(),
-                          detail::keep_layout_mask<Op>()>(kernel, t, in, out, attrs, Op::name, Op::inputs,
-                                                          Op::outputs);
+    detail::invoke_static<chosen, detail::input_mask<Op, no_transform_input<Op>>(),
+                          detail::input_mask<Op, cast_input<Op>>(),
+                          detail::input_mask<Op, keep_layout_input<Op>>()>(kernel, t, in, out, attrs,
+                                                                           Op::name, Op::inputs, Op::outputs);
   }
 }
 

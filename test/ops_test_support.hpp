@@ -1,0 +1,56 @@
+// What the operator tests share: comparisons with a stated tolerance, and running an
+// operator of examples/ops through the runtime path on variables named in a scope.
+#pragma once
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <fluidk/runtime_dispatch.hpp>
+#include <fluidk/scope.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fluidk_test {
+
+// |actual - expected| <= tol * max(1, |expected|), element by element; reports the first miss.
+template <class T, class U>
+void check_close(const std::vector<T>& actual, const std::vector<U>& expected, double tol) {
+  REQUIRE(actual.size() == expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double e = double(expected[i]), a = double(actual[i]);
+    if (!(std::abs(a - e) <= tol * std::max(1.0, std::abs(e)))) {
+      INFO("element " << i << ": " << a << " expected " << e << " (tolerance " << tol << ")");
+      CHECK(false);
+      return;
+    }
+  }
+  SUCCEED();
+}
+
+// Slot name -> variable names, as an operator call gives them.
+using slot_names = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// Runs a registered operator once through the runtime path at `where`, on variables of the
+// scope by name (made when missing).
+inline fluidk::kernel_choice run_named(const fluidk::place& where, fluidk::Scope& scope,
+                                       std::string_view type, const slot_names& in, const slot_names& out,
+                                       const fluidk::attribute_map& attrs = {}) {
+  const fluidk::operator_info& op = fluidk::find_operator(type);
+  auto bind = [&](const slot_names& given, std::span<const std::string_view> declared) {
+    std::vector<std::vector<fluidk::Variable*>> vars(declared.size());
+    for (const auto& [slot, names] : given) {
+      const auto it = std::find(declared.begin(), declared.end(), slot);
+      REQUIRE(it != declared.end());
+      for (const std::string& name : names)
+        vars[std::size_t(it - declared.begin())].push_back(&scope.var(name));
+    }
+    return vars;
+  };
+  return fluidk::run_operator(op, where, bind(in, op.inputs()), bind(out, op.outputs()), attrs);
+}
+
+}  // namespace fluidk_test
