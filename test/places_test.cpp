@@ -27,7 +27,7 @@ TEMPLATE_LIST_TEST_CASE("each enabled place kind is known to the runtime", "[pla
   for (std::string_view alias : P::aliases) CHECK(parse_place(alias).is<P>());
 
   const kernel_key key = kernel_type<P, float, layout::nchw>::key(device);
-  CHECK(identical(parse_kernel_key(key.to_string()), key));
+  CHECK(parse_kernel_key(key.to_string()) == key);
   CHECK(kernel_key::from_ordinal(key.ordinal(), device).place() == p);
   CHECK(p.host_accessible() == P::host_accessible);
 }

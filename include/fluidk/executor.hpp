@@ -65,9 +65,11 @@ class transfer_cache {
  public:
   explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
 
-  // The content of `source` as a kernel of key `target` needs it.
-  const Variable& get(const Variable& source, const kernel_key& target, const transform_plan& plan,
-                      std::int64_t numel, executor_stats& stats) {
+  // The content of `source` as a kernel of key `target` needs it: `make(into)` writes it on
+  // a miss; `bytes_copied` is what that copy moves between places.
+  template <class Make>
+  const Variable& get(const Variable& source, const kernel_key& target, std::uint64_t bytes_copied,
+                      executor_stats& stats, Make&& make) {
     const key k{source.id(), target.ordinal(), target.place().device()};
     const std::uint64_t version = source.version();
     if (auto it = entries_.find(k); it != entries_.end()) {
@@ -79,9 +81,9 @@ class transfer_cache {
       erase(it);
     }
     auto value = std::make_unique<Variable>(source.name());
-    transform_variable(source, target, *value);
+    make(*value);
     ++stats.transforms;
-    stats.bytes_copied += plan.bytes_copied(numel);
+    stats.bytes_copied += bytes_copied;
     const std::size_t bytes = storage_bytes(*value);
     lru_.push_front(k);
     auto [it, _] = entries_.emplace(k, entry{version, std::move(value), bytes, lru_.begin()});
@@ -114,6 +116,11 @@ class transfer_cache {
   };
 
   static std::size_t storage_bytes(const Variable& v) {
+    if (v.is<LoDTensorArray>()) {
+      std::size_t bytes = 0;
+      for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += t.initialized() ? t.storage_bytes() : 0;
+      return bytes;
+    }
     const Tensor* t = tensor_of(v);
     return t != nullptr && t->initialized() ? t->storage_bytes() : 0;
   }
@@ -128,18 +135,6 @@ class transfer_cache {
   std::list<key> lru_;
   std::unordered_map<key, entry, key_hash> entries_;
 };
-
-namespace detail {
-// True when the kernel can read the tensor as it is: same place (device included), and a
-// layout it accepts, and the data type asked for. A tensor of ANY_LAYOUT read as NCHW is a
-// relabelling only, and needs nothing.
-inline bool needs_transform(const Tensor& t, const kernel_key& target) {
-  if (t.place() != target.place() || t.dtype() != target.dtype()) return true;
-  if (target.layout() == data_layout::any) return planning::is_blocked(t.layout());
-  return t.layout() != target.layout() &&
-         !(t.layout() == data_layout::any && !planning::is_blocked(target.layout()));
-}
-}  // namespace detail
 
 class Executor {
  public:
@@ -167,14 +162,19 @@ class Executor {
       std::vector<Variable*> inputs, outputs;
       std::vector<std::uint32_t> input_offsets, output_offsets;
       attribute_map attrs;
-      std::optional<fluidk::place> forced_place;
-      library_type library = library_type::plain;
+      selection_request request;  // what the attributes ask for, read once
       std::vector<kernel_arg> args;  // reused across runs
-      std::vector<const Tensor*> tensors;
-      // The last selection: reused while the expected key (device included) is the same.
-      std::optional<kernel_key> last_expected;
-      kernel_choice last_choice{};
-      device_context* last_context = nullptr;
+      std::vector<input_state> states;
+      struct local {  // this run's transfer-scope variables
+        const Variable* source;
+        kernel_key target;
+        Variable* variable;
+        Scope* scope;
+      };
+      std::vector<local> locals;
+      // The device context of the last kernel's place.
+      std::optional<fluidk::place> context_place;
+      device_context* context = nullptr;
     };
     Scope* scope_ = nullptr;
     std::vector<op> ops_;
@@ -207,10 +207,8 @@ class Executor {
       bind(call.inputs, o.info->inputs(), "input", o.inputs, o.input_offsets);
       bind(call.outputs, o.info->outputs(), "output", o.outputs, o.output_offsets);
       o.attrs = call.attrs;
-      o.forced_place = op_device_of(o.attrs);
-      o.library = library_of(o.attrs, call.type);
+      o.request = request_of(*o.info, place_, o.attrs);
       o.args.resize(o.inputs.size() + o.outputs.size());
-      o.tensors.resize(o.inputs.size());
       p.ops_.push_back(std::move(o));
     }
     return p;
@@ -243,62 +241,29 @@ class Executor {
  private:
   void run_op(prepared::op& o, Scope& scope) {
     const operator_info& info = *o.info;
-    // The expected kernel type: place, data type of the deciding inputs, library.
-    fluidk::place where = info.run_on() ? *info.run_on() : o.forced_place ? *o.forced_place : place_;
-    for (std::size_t i = 0; i < o.inputs.size(); ++i) o.tensors[i] = tensor_of(*o.inputs[i]);
-    const data_type dtype = detail::major_data_type(info, o.input_offsets.size() - 1, [&](std::size_t s) {
-      return std::span<const Tensor* const>(o.tensors).subspan(o.input_offsets[s],
-                                                               o.input_offsets[s + 1] - o.input_offsets[s]);
-    });
-    const kernel_key expected(where, dtype, data_layout::any, o.library);
-    const data_layout preferred =
-        !o.tensors.empty() && o.tensors[0] ? o.tensors[0]->layout() : data_layout::any;
-    if (!o.last_expected || !identical(*o.last_expected, expected.with_layout(preferred))) {
-      o.last_choice = choose_kernel(info, expected, preferred);
-      o.last_context = &context_of(o.last_choice.chosen.place());
-      o.last_expected = expected.with_layout(preferred);
-    } else if (o.last_choice.fell_back) {
-      operator_registry::instance().note_fallback({info.name(), expected, o.last_choice.chosen});  // counted
+    const std::size_t slots = o.input_offsets.size() - 1;
+    // The kernel: rules 1 and 2 of kernel_choice.hpp, as every path applies them.
+    o.states.clear();
+    for (std::size_t s = 0; s < slots; ++s)
+      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i)
+        append_input_states(o.inputs[i], std::uint32_t(s), o.states);
+    const kernel_key expected = expected_kernel_key(info, o.states, o.request);
+    const kernel_choice choice = choose_kernel(info, expected);
+    if (!o.context_place || *o.context_place != choice.chosen.place()) {
+      o.context = &context_of(choice.chosen.place());
+      o.context_place = choice.chosen.place();
     }
-    const kernel_choice& choice = o.last_choice;
     if (choice.fell_back) ++stats_.fallbacks;
     op_trace* trace = trace_ != nullptr
                           ? &trace_->emplace_back(op_trace{
                                 std::string(info.name()), expected, choice.chosen, choice.fell_back, {}})
                           : nullptr;
 
-    // Inputs: the variable itself, or its transformed copy in a child scope.
+    // Inputs: the variable itself, or its transformed copy in a child scope (deleted when
+    // the operator is done, or fails). A variable given to two slots that need different
+    // copies gets the second in a scope of its own below the first.
     Scope* child = nullptr;
-    for (std::size_t s = 0; s + 1 < o.input_offsets.size(); ++s) {
-      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
-        Variable* v = o.inputs[i];
-        const Tensor* t = o.tensors[i];
-        o.args[i] = kernel_arg(v);
-        if (t == nullptr || !t->initialized() || info.no_transform(s)) continue;
-        const kernel_key target = input_target_key(info, s, *t, choice.chosen);
-        if (!detail::needs_transform(*t, target)) continue;
-        const transform_plan& plan = plan_transform(key_of(*t), target);
-        const executor_stats before = stats_;
-        const Variable& transformed = cache_.get(*v, target, plan, t->numel(), stats_);
-        if (trace != nullptr)
-          trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), key_of(*t), target,
-                                   plan.describe(), stats_.bytes_copied - before.bytes_copied,
-                                   stats_.cache_hits > before.cache_hits});
-        if (child == nullptr) {
-          child = &scope.new_scope();
-          ++stats_.child_scopes;
-        }
-        Variable& local = child->var(v->name());
-        share_content(transformed, local);
-        o.args[i] = kernel_arg(&local);
-      }
-    }
-    const std::size_t first_output = o.inputs.size();
-    for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
-    const std::span<kernel_arg> args(o.args);
-    execution_context context(info.name(), info.inputs(), info.outputs(), *o.last_context, choice.chosen,
-                              {args.first(first_output), o.input_offsets},
-                              {args.subspan(first_output), o.output_offsets}, o.attrs);
+    o.locals.clear();
     struct child_guard {
       Scope& parent;
       Scope*& child;
@@ -306,16 +271,70 @@ class Executor {
         if (child != nullptr) parent.delete_scope(*child);
       }
     } guard{scope, child};
+    for (std::size_t s = 0; s < slots; ++s) {
+      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
+        Variable* v = o.inputs[i];
+        o.args[i] = kernel_arg(v);
+        const std::optional<kernel_key> target = input_transform_target(info.rules(), s, *v, choice.chosen);
+        if (!target) continue;
+        const Tensor* t = tensor_of(*v);
+        const kernel_key from = t != nullptr ? key_of(*t) : *target;
+        const executor_stats before = stats_;
+        const Variable& transformed = preparing_input(info, s, *v, choice.chosen, [&]() -> const Variable& {
+          const transform_plan& plan = plan_transform(from, *target);
+          return cache_.get(*v, *target, t != nullptr ? plan.bytes_copied(t->numel()) : 0, stats_,
+                            [&](Variable& into) {
+                              transform_input(info.rules(), s, *v, *target, choice.chosen, into);
+                            });
+        });
+        if (trace != nullptr)
+          trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
+                                   t != nullptr ? plan_transform(from, *target).describe() : "per element",
+                                   stats_.bytes_copied - before.bytes_copied,
+                                   stats_.cache_hits > before.cache_hits});
+        if (child == nullptr) {
+          child = &scope.new_scope();
+          ++stats_.child_scopes;
+        }
+        o.args[i] = kernel_arg(&local_for(o, *child, *v, *target, transformed));
+      }
+    }
+    const std::size_t first_output = o.inputs.size();
+    for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
+    const std::span<kernel_arg> args(o.args);
+    execution_context context(info.name(), info.inputs(), info.outputs(), *o.context, choice.chosen,
+                              {args.first(first_output), o.input_offsets},
+                              {args.subspan(first_output), o.output_offsets}, o.attrs);
     (*choice.entry)(context);
     ++stats_.ops_run;
+  }
+
+  // The variable of the transfer scope that views `content` for source `v` and `target`:
+  // made once per run; when the child already holds the name for another target (the
+  // same variable in two slots, transformed differently), in a new scope below it.
+  static Variable& local_for(prepared::op& o, Scope& child, const Variable& v, const kernel_key& target,
+                             const Variable& content) {
+    Scope* scope = &child;
+    for (const auto& [source, to, local, where] : o.locals) {
+      if (source != &v) continue;
+      if (to == target) return *local;
+      scope = where;  // taken for another target: go below the deepest one
+    }
+    if (scope->find_local(v.name()) != nullptr) scope = &scope->new_scope();
+    Variable& local = scope->var(v.name());
+    share_content(content, local);
+    o.locals.push_back({&v, target, &local, scope});
+    return local;
   }
 
   // The child variable views the cached content: it shares the buffers, copies nothing.
   static void share_content(const Variable& from, Variable& to) {
     if (from.is<LoDTensor>())
       to.set(from.get<LoDTensor>());
-    else
+    else if (from.is<SelectedRows>())
       to.set(from.get<SelectedRows>());
+    else
+      to.set(from.get<LoDTensorArray>());
   }
 
   fluidk::place place_;

@@ -64,16 +64,18 @@ class kernel_key {
     return {fluidk::place(*kind, device), dtype, layout, lib};
   }
 
-  // Kernel lookup semantics: a kernel for a place kind serves every device of that kind.
+  // A regular value: equal when every field is, the device id included.
   friend constexpr bool operator==(const kernel_key& a, const kernel_key& b) noexcept {
-    return a.ordinal() == b.ordinal();
+    return a.ordinal() == b.ordinal() && a.place_.device() == b.place_.device();
   }
   friend constexpr std::strong_ordering operator<=>(const kernel_key& a, const kernel_key& b) noexcept {
-    return a.ordinal() <=> b.ordinal();
+    if (const auto c = a.ordinal() <=> b.ordinal(); c != 0) return c;
+    return a.place_.device() <=> b.place_.device();
   }
-  // Transform semantics: the same key on the same device.
-  friend constexpr bool identical(const kernel_key& a, const kernel_key& b) noexcept {
-    return a == b && a.place_ == b.place_;
+  // Kernel lookup semantics: the same kernel apart from the device id (a kernel for a place
+  // kind serves every device of that kind).
+  friend constexpr bool same_kernel(const kernel_key& a, const kernel_key& b) noexcept {
+    return a.ordinal() == b.ordinal();
   }
 
   // {data_type[float]; data_layout[NCHW]; place[Place(cpu)]; library_type[PLAIN]}
@@ -183,10 +185,13 @@ inline kernel_key parse_kernel_key(std::string_view text) {
 
 }  // namespace fluidk
 
-// The ordinal is a perfect hash: no two distinct keys collide.
+// Every field counts, as for ==: the ordinal (a perfect hash of the other fields) and the
+// device id.
 template <>
 struct std::hash<fluidk::kernel_key> {
-  std::size_t operator()(const fluidk::kernel_key& key) const noexcept { return key.ordinal(); }
+  std::size_t operator()(const fluidk::kernel_key& key) const noexcept {
+    return key.ordinal() + fluidk::kernel_key::ordinal_count * std::size_t(key.place().device());
+  }
 };
 template <>
 struct std::hash<fluidk::place> {

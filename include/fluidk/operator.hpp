@@ -17,6 +17,8 @@
 #include <boost/mp11/bind.hpp>
 #include <boost/mp11/list.hpp>
 #include <concepts>
+#include <cstdint>
+#include <optional>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -25,6 +27,7 @@
 #include <utility>
 
 #include "fluidk/execution_context.hpp"
+#include "fluidk/kernel_choice.hpp"
 #include "fluidk/kernel_type.hpp"
 
 namespace fluidk {
@@ -225,12 +228,6 @@ constexpr auto make_kernels(const Groups&... groups) {
   return detail::merge_groups(detail::make_checked_map{}, groups...);
 }
 
-// What to do when an operator has no kernel for its expected kernel type.
-enum class fallback_policy : std::uint8_t {
-  none,  // an error: at compile time in the static path, an exception at run time
-  cpu,   // the CPU kernel of the same data type (and from a oneDNN kernel to the plain one)
-};
-
 // An operator type: a name, input and output slot names, and its kernel map.
 template <class Op>
 concept Operator = requires {
@@ -263,6 +260,8 @@ constexpr std::size_t slot_index(std::span<const std::string_view> names, std::s
 //       never re-laid-out (a convolution's filter next to a blocked-layout kernel)
 //   static constexpr std::array<std::string_view, N> cast_inputs{...};  cast to the kernel's type
 //   using run_on = cpu;                                        the place it always runs on
+//   static constexpr std::string_view data_type_attribute = "dtype";  the attribute that gives
+//       the data type (operators without deciding tensor inputs: fill_constant)
 //   static constexpr fallback_policy fallback = ...;           default: none
 template <class Op>
 constexpr fallback_policy fallback_of() {
@@ -309,9 +308,103 @@ constexpr std::size_t data_type_input_index() {
     static_assert(i < Op::inputs.size(), "fluidk: data_type_input names no input slot of the operator");
     return i;
   } else {
-    return Op::inputs.size();  // none: every input decides, and all must agree
+    return selection_rules::none;  // none: every input not exempt decides, and all must agree
   }
 }
+
+// The attribute an operator without deciding tensor inputs takes its data type from
+// (Fluid's fill_constant and uniform_random: "dtype"); empty when it declares none.
+template <class Op>
+constexpr std::string_view data_type_attribute_of() {
+  if constexpr (requires { Op::data_type_attribute; })
+    return Op::data_type_attribute;
+  else
+    return {};
+}
+
+// The data type an operator's data-type attribute gives (a data type's name, as in program
+// text: "float32", "int64"), or nothing when the operator declares none or the attribute is
+// absent. A wrong kind or an unknown name is an error naming the operator.
+inline std::optional<data_type> attribute_data_type(const attribute_map& attrs, std::string_view attribute,
+                                                    std::string_view op) {
+  if (attribute.empty() || !attrs.contains(attribute)) return std::nullopt;
+  const std::string& text = attrs.get<std::string>(attribute, op);
+  try {
+    return parse_data_type(text);
+  } catch (const parse_error& e) {
+    throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) + "': " + e.what());
+  }
+}
+
+namespace detail {
+// The kernel types of an operator's map as an Mp11 list, in declaration order. (A function
+// object rather than a lambda: g++ 12 mishandles lambdas in alias templates.)
+struct keys_as_list {
+  template <class... Key, class... K>
+  constexpr auto operator()(const kernel_map_entry<Key, K>&...) const {
+    return boost::mp11::mp_list<Key...>{};
+  }
+};
+template <class Map>
+struct map_keys {
+  using type = decltype(boost::hana::unpack(std::declval<const Map&>(), keys_as_list{}));
+};
+// Read off the type of the map make_kernels builds, without instantiating unpack.
+template <class HashTable, class... Key, class... K>
+struct map_keys<
+    boost::hana::detail::map_impl<HashTable, boost::hana::basic_tuple<kernel_map_entry<Key, K>...>>> {
+  using type = boost::mp11::mp_list<Key...>;
+};
+
+template <class Keys>
+struct key_array;
+template <class... Key>
+struct key_array<boost::mp11::mp_list<Key...>> {
+  static constexpr std::array<kernel_key, sizeof...(Key)> value{Key::key()...};
+};
+
+// Bit s set when Flag holds for input slot s.
+template <class Op, bool (*Flag)(std::string_view)>
+constexpr std::uint64_t input_mask() {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < Op::inputs.size(); ++i)
+    if (Flag(Op::inputs[i])) mask |= std::uint64_t(1) << i;
+  return mask;
+}
+
+template <class Op>
+constexpr std::optional<place> run_on_place() {
+  if constexpr (requires { typename Op::run_on; })
+    return place::of<typename Op::run_on>(0);
+  else
+    return std::nullopt;
+}
+}  // namespace detail
+
+// The kernel types of an operator's map as an Mp11 list, in declaration order.
+template <class Op>
+using kernel_keys_of = typename detail::map_keys<std::remove_cvref_t<decltype(Op::kernels)>>::type;
+
+// The same keys as values, in the same order: what the rules of kernel choice read.
+template <class Op>
+inline constexpr const auto& registered_keys = detail::key_array<kernel_keys_of<Op>>::value;
+
+// An operator's configuration as the rules of kernel_choice.hpp read it, on both paths.
+template <class Op>
+inline constexpr selection_rules rules_of = [] {
+  static_assert(Op::inputs.size() <= 64, "fluidk: an operator has at most 64 input slots");
+  selection_rules r;
+  r.keys = registered_keys<Op>;
+  r.slot_count = Op::inputs.size();
+  r.no_transform = detail::input_mask<Op, no_transform_input<Op>>();
+  r.cast = detail::input_mask<Op, cast_input<Op>>();
+  r.keep_layout = detail::input_mask<Op, keep_layout_input<Op>>();
+  r.data_type_input = data_type_input_index<Op>();
+  r.data_type_from_attribute = !data_type_attribute_of<Op>().empty();
+  r.run_on = detail::run_on_place<Op>();
+  r.fallback = fallback_of<Op>();
+  return r;
+}();
 
 }  // namespace fluidk
 

@@ -1,9 +1,11 @@
-// The runtime path of dispatch: a dense table per operator generated from the same Hana map
-// the static path uses (no second registration), indexed by the kernel key's ordinal; the
-// rules for the expected kernel type and for each input's transform target; fallback
-// policy, counted and reported once per operator and key; listing and `explain`.
+// The runtime path of dispatch: per operator, the registered keys and kernels read off the
+// same Hana map the static path uses (no second registration) and a dense table, indexed by
+// the expected key's ordinal, that memoises rule 2 of kernel_choice.hpp for both fallback
+// policies; the calls that apply the rules of kernel_choice.hpp to tensors and attributes;
+// fallbacks counted and reported once per operator and key; listing and `explain`.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/hana/for_each.hpp>
@@ -17,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -55,6 +58,25 @@ template <class K>
 void call_kernel(const void* kernel, execution_context& context) {
   (*static_cast<const K*>(kernel))(context);
 }
+
+// A name for an operator type in registration errors.
+template <class Op>
+std::string type_name_of() {
+#if defined(__GNUG__)
+  const std::string_view f = __PRETTY_FUNCTION__;  // "... [with Op = ns::type; ...]"
+  std::string_view name = typeid(Op).name();
+  if (const auto at = f.find("Op = "); at != std::string_view::npos) {
+    name = f.substr(at + 5);
+    name = name.substr(0, name.find_first_of(";]"));
+  }
+#else
+  const std::string_view name = typeid(Op).name();
+#endif
+  std::string out(1, '\'');
+  out.append(name);
+  out.push_back('\'');
+  return out;
+}
 }  // namespace detail
 
 // The runtime face of one operator type.
@@ -66,46 +88,55 @@ class operator_info {
     info->name_ = Op::name;
     info->inputs_ = Op::inputs;
     info->outputs_ = Op::outputs;
-    info->fallback_ = fallback_of<Op>();
-    info->data_type_input_ = data_type_input_index<Op>();
-    if constexpr (requires { typename Op::run_on; }) info->run_on_ = place::of<typename Op::run_on>(0);
+    info->rules_ = rules_of<Op>;
+    info->data_type_attribute_ = data_type_attribute_of<Op>();
+    info->type_ = &typeid(Op);
+    info->type_name_ = detail::type_name_of<Op>;
     if constexpr (requires { &Op::infer_var_type; }) info->infer_var_type_ = &Op::infer_var_type;
-    for (std::size_t s = 0; s < Op::inputs.size(); ++s) {
-      info->no_transform_.push_back(no_transform_input<Op>(Op::inputs[s]));
-      info->cast_.push_back(cast_input<Op>(Op::inputs[s]));
-      info->keep_layout_.push_back(keep_layout_input<Op>(Op::inputs[s]));
-    }
     boost::hana::for_each(Op::kernels, [&](const auto& pair) {
       using key_type = typename std::decay_t<decltype(boost::hana::first(pair))>::type;
       using kernel_t = std::decay_t<decltype(boost::hana::second(pair))>;
       info->entries_.push_back({key_type::key(), &detail::call_kernel<kernel_t>, &boost::hana::second(pair)});
     });
-    info->build_table();
     return info;
   }
 
   std::string_view name() const noexcept { return name_; }
   std::span<const std::string_view> inputs() const noexcept { return inputs_; }
   std::span<const std::string_view> outputs() const noexcept { return outputs_; }
-  fallback_policy fallback() const noexcept { return fallback_; }
+  // The operator's configuration as the rules of kernel_choice.hpp read it.
+  const selection_rules& rules() const noexcept { return rules_; }
+  fallback_policy fallback() const noexcept { return rules_.fallback; }
+  // The kernels in declaration order: entry i has key rules().keys[i].
   const std::vector<kernel_entry>& kernels() const noexcept { return entries_; }
-  bool no_transform(std::size_t slot) const noexcept {
-    return slot < no_transform_.size() && no_transform_[slot];
-  }
-  bool cast(std::size_t slot) const noexcept { return slot < cast_.size() && cast_[slot]; }
-  bool keep_layout(std::size_t slot) const noexcept {
-    return slot < keep_layout_.size() && keep_layout_[slot];
-  }
-  const std::optional<place>& run_on() const noexcept { return run_on_; }
-  std::size_t data_type_input() const noexcept { return data_type_input_; }
+  bool no_transform(std::size_t slot) const noexcept { return slot < 64 && rules_.exempt(slot); }
+  bool cast(std::size_t slot) const noexcept { return slot < 64 && rules_.casts(slot); }
+  bool keep_layout(std::size_t slot) const noexcept { return slot < 64 && rules_.keeps_layout(slot); }
+  const std::optional<place>& run_on() const noexcept { return rules_.run_on; }
+  std::size_t data_type_input() const noexcept { return rules_.data_type_input; }
+  // The attribute that gives the data type; empty when the inputs decide.
+  std::string_view data_type_attribute() const noexcept { return data_type_attribute_; }
   // The operator's InferVarType, nullptr for the default (every output a dense LoDTensor).
   infer_var_type_function infer_var_type() const noexcept { return infer_var_type_; }
+  // The C++ type registered under the name (for registration errors).
+  const std::type_info& type() const noexcept { return *type_; }
+  std::string type_name() const { return type_name_(); }
 
-  // The kernel registered for this key, or for a key of ANY_LAYOUT, one registered for a
-  // concrete layout; nullptr when none. Lock-free: two loads.
-  const kernel_entry* find(const kernel_key& key) const noexcept {
-    const auto& sub = table_[key.place().kind_id()];
-    return sub ? (*sub)[key.ordinal() % detail::keys_per_place_kind] : nullptr;
+  // Rule 2 of kernel_choice.hpp (choose_registered_kernel) for an expected key and policy:
+  // the index of the kernel in kernels(), selection_rules::none when there is none, and
+  // whether that was a fallback. Memoised per place kind in a dense table: after the first
+  // call for a kind, an atomic load and two reads.
+  struct match {
+    std::size_t index;
+    bool fell_back;
+  };
+  match lookup(const kernel_key& expected, fallback_policy policy) const {
+    const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
+    if (sub == nullptr) sub = &build_table(expected.place().kind());
+    const table_entry& e = (*sub)[expected.ordinal() % detail::keys_per_place_kind];
+    const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
+    return {i == no_entry ? selection_rules::none : std::size_t(i),
+            e.strict == no_entry && i != no_entry};
   }
 
   std::string registered_keys() const {
@@ -114,33 +145,55 @@ class operator_info {
     return out.empty() ? "none" : out;
   }
 
+  ~operator_info() {
+    for (auto& t : tables_) delete t.load(std::memory_order_relaxed);
+  }
+  operator_info(const operator_info&) = delete;
+  operator_info& operator=(const operator_info&) = delete;
+
  private:
+  static constexpr std::uint16_t no_entry = 0xffff;
+  struct table_entry {
+    std::uint16_t strict = no_entry;             // fallback_policy::none
+    std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
+  };
+  using subtable = std::array<table_entry, detail::keys_per_place_kind>;
+
   operator_info() = default;
 
-  void build_table() {
-    auto slot = [&](const kernel_key& key) -> const kernel_entry*& {
-      auto& sub = table_[key.place().kind_id()];
-      if (!sub) sub = std::make_unique<std::array<const kernel_entry*, detail::keys_per_place_kind>>();
-      return (*sub)[key.ordinal() % detail::keys_per_place_kind];
-    };
-    for (const kernel_entry& e : entries_) slot(e.key) = &e;
-    // A key of ANY_LAYOUT reaches the first kernel declared for a concrete layout.
-    for (const kernel_entry& e : entries_) {
-      const kernel_entry*& wildcard = slot(e.key.with_layout(data_layout::any));
-      if (wildcard == nullptr) wildcard = &e;
-    }
+  // Fills the table of one place kind by asking rule 2 for every key of that kind.
+  const subtable& build_table(const place_kind_info& kind) const {
+    const std::lock_guard lock(table_mutex_);
+    std::atomic<const subtable*>& slot = tables_[kind.id];
+    if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
+    static_assert(detail::keys_per_place_kind < no_entry);
+    auto sub = std::make_unique<subtable>();
+    const place where(kind, 0);
+    for (std::size_t d = 0; d < data_type_count; ++d)
+      for (std::size_t l = 0; l < data_layout_count; ++l)
+        for (std::size_t b = 0; b < library_type_count; ++b) {
+          const kernel_key key(where, data_type(d), data_layout(l), library_type(b));
+          auto index = [&](fallback_policy policy) {
+            const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
+            return i == selection_rules::none ? no_entry : std::uint16_t(i);
+          };
+          (*sub)[key.ordinal() % detail::keys_per_place_kind] = {index(fallback_policy::none),
+                                                                 index(fallback_policy::cpu)};
+        }
+    slot.store(sub.get(), std::memory_order_release);
+    return *sub.release();
   }
 
   std::string_view name_;
   std::span<const std::string_view> inputs_, outputs_;
-  fallback_policy fallback_ = fallback_policy::none;
-  std::size_t data_type_input_ = 0;
-  std::optional<place> run_on_;
+  selection_rules rules_;
+  std::string_view data_type_attribute_;
+  const std::type_info* type_ = nullptr;
+  std::string (*type_name_)() = nullptr;
   infer_var_type_function infer_var_type_ = nullptr;
-  std::vector<bool> no_transform_, cast_, keep_layout_;
   std::vector<kernel_entry> entries_;
-  std::array<std::unique_ptr<std::array<const kernel_entry*, detail::keys_per_place_kind>>, max_place_kinds>
-      table_;
+  mutable std::mutex table_mutex_;
+  mutable std::array<std::atomic<const subtable*>, max_place_kinds> tables_{};
 };
 
 // The operators known at run time, each registered once with register_operator<Op>().
@@ -151,12 +204,20 @@ class operator_registry {
     return registry;
   }
 
+  // Registers Op under its name; registering it again returns the same info. Another type
+  // under a name already taken is a registration_error naming both.
   template <class Op>
   const operator_info& add() {
     static_assert(detail::operator_check<Op>::value);
     const std::unique_lock lock(mutex_);
     auto& slot = operators_[std::string(Op::name)];
-    if (!slot) slot = operator_info::make<Op>();
+    if (!slot) {
+      slot = operator_info::make<Op>();
+    } else if (slot->type() != typeid(Op)) {
+      throw registration_error("operator name '" + std::string(Op::name) + "' is taken by " +
+                               slot->type_name() + "; cannot register " + detail::type_name_of<Op>() +
+                               " under it");
+    }
     return *slot;
   }
 
@@ -188,35 +249,42 @@ class operator_registry {
     return out;
   }
 
-  // Global fallback policy: when set, it replaces every operator's own.
+  // Global fallback policy: when set, it replaces every operator's own, from the next call
+  // on (prepared programs included).
   void set_global_fallback(std::optional<fallback_policy> policy) {
     global_fallback_.store(policy ? int(*policy) : -1, std::memory_order_relaxed);
   }
-  fallback_policy effective_fallback(const operator_info& op) const noexcept {
+  std::optional<fallback_policy> global_fallback() const noexcept {
     const int global = global_fallback_.load(std::memory_order_relaxed);
-    return global < 0 ? op.fallback() : fallback_policy(global);
+    return global < 0 ? std::nullopt : std::optional<fallback_policy>(fallback_policy(global));
+  }
+  fallback_policy effective_fallback(const operator_info& op) const noexcept {
+    return global_fallback().value_or(op.fallback());
   }
 
   // Called once per (operator, expected key) that falls back; by default one line on stderr.
+  // The reporter runs outside the registry's lock: it may call back into the registry.
   void set_fallback_reporter(std::function<void(const fallback_event&)> reporter) {
     const std::lock_guard lock(fallback_mutex_);
-    reporter_ = std::move(reporter);
+    reporter_ = std::make_shared<const std::function<void(const fallback_event&)>>(std::move(reporter));
   }
   void note_fallback(const fallback_event& event) {
-    const std::lock_guard lock(fallback_mutex_);
-    std::size_t& count = fallbacks_[{std::string(event.op), event.expected.ordinal()}];
-    if (count++ == 0) {
-      if (reporter_)
-        reporter_(event);
-      else
-        std::fprintf(stderr, "fluidk: operator '%.*s' has no kernel for %s; falling back to %s\n",
-                     int(event.op.size()), event.op.data(), event.expected.to_string().c_str(),
-                     event.chosen.to_string().c_str());
+    std::shared_ptr<const std::function<void(const fallback_event&)>> reporter;
+    {
+      const std::lock_guard lock(fallback_mutex_);
+      if (fallbacks_[{std::string(event.op), event.expected}]++ != 0) return;
+      reporter = reporter_;
     }
+    if (reporter && *reporter)
+      (*reporter)(event);
+    else
+      std::fprintf(stderr, "fluidk: operator '%.*s' has no kernel for %s; falling back to %s\n",
+                   int(event.op.size()), event.op.data(), event.expected.to_string().c_str(),
+                   event.chosen.to_string().c_str());
   }
   std::size_t fallback_count(std::string_view op, const kernel_key& expected) const {
     const std::lock_guard lock(fallback_mutex_);
-    const auto it = fallbacks_.find({std::string(op), expected.ordinal()});
+    const auto it = fallbacks_.find({std::string(op), expected});
     return it == fallbacks_.end() ? 0 : it->second;
   }
 
@@ -225,8 +293,8 @@ class operator_registry {
   std::map<std::string, std::unique_ptr<operator_info>, std::less<>> operators_;
   std::atomic<int> global_fallback_{-1};
   mutable std::mutex fallback_mutex_;
-  std::map<std::pair<std::string, std::size_t>, std::size_t> fallbacks_;
-  std::function<void(const fallback_event&)> reporter_;
+  std::map<std::pair<std::string, kernel_key>, std::size_t> fallbacks_;
+  std::shared_ptr<const std::function<void(const fallback_event&)>> reporter_;
 };
 
 // Registers an operator for the runtime path, from its kernel map. Returns its info.
@@ -260,57 +328,76 @@ inline library_type library_of(const attribute_map& attrs, std::string_view op) 
   return library_type::plain;
 }
 
-namespace detail {
-[[noreturn, gnu::cold, gnu::noinline]] inline void inputs_disagree(const operator_info& op,
-                                                                   std::size_t first_slot, data_type first,
-                                                                   std::size_t slot, data_type other) {
-  throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
-              std::string(op.inputs()[first_slot]) + " is " + std::string(name_of(first)) + ", " +
-              std::string(op.inputs()[slot]) + " is " + std::string(name_of(other)) +
-              "); the operator can name the input that decides with data_type_input");
-}
-[[noreturn, gnu::cold, gnu::noinline]] inline void no_input_data(const operator_info& op) {
-  throw error("operator '" + std::string(op.name()) + "': no input holds data, so the data type is unknown");
+// What a call's attributes ask for (op_device, the library, the data-type attribute), on the
+// executor's place. The policy is left to the registry, read on every call.
+inline selection_request request_of(const operator_info& op, const place& executor_place,
+                                    const attribute_map& attrs) {
+  selection_request r;
+  r.executor_place = executor_place;
+  r.forced_place = op_device_of(attrs);
+  r.library = library_of(attrs, op.name());
+  r.attribute_dtype = attribute_data_type(attrs, op.data_type_attribute(), op.name());
+  return r;
 }
 
-// The data type of the expected kernel, Fluid's IndicateDataType: the deciding input's
-// (data_type_input), else the one all inputs that are not exempt from transforms share.
-// `slot_tensors(s)` gives the tensors of input slot s (null or empty ones are skipped).
-// The one rule behind expected_kernel_key and the executor.
-template <class SlotTensors>
-data_type major_data_type(const operator_info& op, std::size_t slots, SlotTensors&& slot_tensors) {
-  const std::size_t decider = op.data_type_input();
-  const bool named = decider < op.inputs().size();
-  std::optional<data_type> dtype;
-  std::size_t first_slot = 0;
-  for (std::size_t s = 0; s < slots; ++s) {
-    if (named ? s != decider : op.no_transform(s)) continue;
-    for (const Tensor* t : slot_tensors(s)) {
-      if (t == nullptr || !t->initialized()) continue;
-      if (!dtype) {
-        dtype = t->dtype();
-        first_slot = s;
-      } else if (*dtype != t->dtype()) {
-        inputs_disagree(op, first_slot, *dtype, s, t->dtype());
-      }
-    }
+// The dense tensor a variable holds: a LoDTensor's, or a SelectedRows' value; nullptr for
+// an empty variable or an array.
+inline const Tensor* tensor_of(const Variable& v) {
+  if (v.is<LoDTensor>()) return &v.get<LoDTensor>();
+  if (v.is<SelectedRows>()) return &v.get<SelectedRows>().value();
+  return nullptr;
+}
+
+// Appends the inputs a variable holds as the rules see them: its tensor, or each element of
+// a LoDTensorArray; nothing for an empty variable or tensor.
+inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
+  if (v == nullptr) return;
+  if (v->is<LoDTensorArray>()) {
+    for (const LoDTensor& t : v->get<LoDTensorArray>())
+      if (t.initialized()) out.push_back({slot, key_of(t)});
+  } else if (const Tensor* t = tensor_of(*v); t != nullptr && t->initialized()) {
+    out.push_back({slot, key_of(*t)});
   }
-  if (!dtype) no_input_data(op);
-  return *dtype;
+}
+inline void append_input_states(const Tensor* t, std::uint32_t slot, std::vector<input_state>& out) {
+  if (t != nullptr && t->initialized()) out.push_back({slot, key_of(*t)});
+}
+
+namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void no_expected_key(const operator_info& op,
+                                                                   const expectation& e) {
+  if (e.status == selection_status::inputs_disagree)
+    throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
+                std::string(op.inputs()[e.first_slot]) + " is " + std::string(name_of(e.first_dtype)) + ", " +
+                std::string(op.inputs()[e.other_slot]) + " is " + std::string(name_of(e.other_dtype)) +
+                "); the operator can name the input that decides with data_type_input");
+  if (!op.data_type_attribute().empty())
+    throw error("operator '" + std::string(op.name()) + "' takes its data type from attribute '" +
+                std::string(op.data_type_attribute()) + "', which is not set");
+  throw error("operator '" + std::string(op.name()) + "': no input that decides the data type holds data");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void no_kernel_for(const operator_info& op,
+                                                                 const kernel_key& expected) {
+  throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " +
+                       expected.to_string() + "; registered: " + op.registered_keys());
 }
 }  // namespace detail
 
-// The expected kernel type: the executor's place (or the operator's own, or an `op_device`
-// attribute), the data type of the deciding input or of all inputs (which must agree),
-// layout ANY, and the library configuration asks for (use_onednn / use_mkldnn / use_cudnn).
+// Rule 1 of kernel_choice.hpp on the runtime path: the expected kernel key, or an error
+// naming the operator (inputs that disagree, no data type).
+inline kernel_key expected_kernel_key(const operator_info& op, std::span<const input_state> inputs,
+                                      const selection_request& request) {
+  const expectation e = fluidk::expected_kernel_key(op.rules(), inputs, request);
+  if (e.status != selection_status::chosen) detail::no_expected_key(op, e);
+  return e.key;
+}
 inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
                                       input_tensors inputs,
                                       const attribute_map& attrs = detail::empty_attributes) {
-  const std::optional<place> forced = op_device_of(attrs);
-  const place where = op.run_on() ? *op.run_on() : forced ? *forced : executor_place;
-  const data_type dtype = detail::major_data_type(
-      op, inputs.size(), [&](std::size_t s) -> const auto& { return inputs[s]; });
-  return {where, dtype, data_layout::any, library_of(attrs, op.name())};
+  std::vector<input_state> states;
+  for (std::size_t s = 0; s < inputs.size(); ++s)
+    for (const Tensor* t : inputs[s]) append_input_states(t, std::uint32_t(s), states);
+  return expected_kernel_key(op, states, request_of(op, executor_place, attrs));
 }
 
 // The outcome of kernel selection.
@@ -321,48 +408,23 @@ struct kernel_choice {
   bool fell_back;
 };
 
-// Finds the kernel for an expected key: the exact key, preferring the layout the first
-// input is in when the expected layout is ANY; else the fallback the policy allows; else an
-// exception naming the operator, the key and what is registered.
-inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected,
-                                   data_layout preferred = data_layout::any) {
-  auto lookup = [&](const kernel_key& key) -> const kernel_entry* {
-    if (key.layout() == data_layout::any && preferred != data_layout::any)
-      if (const kernel_entry* e = op.find(key.with_layout(preferred)); e && e->key.layout() == preferred)
-        return e;
-    return op.find(key);
-  };
-  auto on_device = [](const kernel_entry* e, const place& where) {
-    return e->key.with_place(e->key.place().same_kind(where) ? where : place(e->key.place().kind(), 0));
-  };
-  if (const kernel_entry* e = lookup(expected)) return {expected, e, on_device(e, expected.place()), false};
-
+// Rule 2 of kernel_choice.hpp on the runtime path, through the operator's table, under the
+// global policy when one is set, else the operator's. A fallback is counted and reported;
+// no kernel is an exception naming the operator, the key and what is registered.
+inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected) {
   auto& registry = operator_registry::instance();
-  if (registry.effective_fallback(op) == fallback_policy::cpu) {
-    const kernel_key candidates[] = {expected.with_library(library_type::plain),
-                                     expected.with_place(cpu_place),
-                                     expected.with_place(cpu_place).with_library(library_type::plain)};
-    for (const kernel_key& candidate : candidates) {
-      if (const kernel_entry* e = lookup(candidate)) {
-        const kernel_key chosen = on_device(e, candidate.place());
-        registry.note_fallback({op.name(), expected, chosen});
-        return {expected, e, chosen, true};
-      }
-    }
-  }
-  throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " +
-                       expected.to_string() + "; registered: " + op.registered_keys());
+  const operator_info::match m = op.lookup(expected, registry.effective_fallback(op));
+  if (m.index == selection_rules::none) detail::no_kernel_for(op, expected);
+  const kernel_entry& entry = op.kernels()[m.index];
+  const kernel_choice choice{expected, &entry, on_device(entry.key, expected.place()), m.fell_back};
+  if (m.fell_back) registry.note_fallback({op.name(), expected, choice.chosen});
+  return choice;
 }
 
-// The kernel key an input is transformed to, Fluid's GetKernelTypeForVar: the kernel's
-// place and layout with the input's own data type (its cast target when the operator asks
-// for a cast) and its own layout when the operator keeps that input's layout; an exempt
-// input keeps its own key, so nothing happens to it.
+// Rule 3a of kernel_choice.hpp for a tensor: the key it is transformed to.
 inline kernel_key input_target_key(const operator_info& op, std::size_t slot, const Tensor& input,
                                    const kernel_key& kernel) {
-  if (op.no_transform(slot)) return key_of(input);
-  return {kernel.place(), op.cast(slot) ? kernel.dtype() : input.dtype(),
-          op.keep_layout(slot) ? input.layout() : kernel.layout(), library_type::plain};
+  return fluidk::input_target_key(op.rules(), slot, key_of(input), kernel);
 }
 
 // What a call would do, for a person: the expected key, the chosen kernel, any fallback, and
@@ -370,16 +432,14 @@ inline kernel_key input_target_key(const operator_info& op, std::size_t slot, co
 inline std::string explain(const operator_info& op, const place& executor_place, input_tensors inputs,
                            const attribute_map& attrs = detail::empty_attributes) {
   const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
-  const data_layout preferred =
-      !inputs.empty() && !inputs[0].empty() && inputs[0][0] ? inputs[0][0]->layout() : data_layout::any;
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
-  kernel_choice choice;
-  try {
-    choice = choose_kernel(op, expected, preferred);
-  } catch (const not_registered& e) {
-    return out + "  kernel:   none (" + e.what() + ")\n";
-  }
-  out += "  kernel:   " + choice.chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
+  const operator_info::match m =
+      op.lookup(expected, operator_registry::instance().effective_fallback(op));
+  if (m.index == selection_rules::none)
+    return out + "  kernel:   none (no kernel for " + expected.to_string() + "; registered: " +
+           op.registered_keys() + ")\n";
+  const kernel_key chosen = on_device(op.kernels()[m.index].key, expected.place());
+  out += "  kernel:   " + chosen.to_string() + (m.fell_back ? " (fallback)" : "") + "\n";
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
       const Tensor* t = inputs[s][i];
@@ -390,19 +450,13 @@ inline std::string explain(const operator_info& op, const place& executor_place,
       } else if (op.no_transform(s)) {
         out += "exempt from transforms\n";
       } else {
-        const kernel_key target = input_target_key(op, s, *t, choice.chosen);
-        out += plan_transform(key_of(*t), target).describe() + "\n";
+        const kernel_key target = input_target_key(op, s, *t, chosen);
+        out += (needs_transform(key_of(*t), target) ? plan_transform(key_of(*t), target).describe()
+                                                    : std::string("none")) +
+               "\n";
       }
     }
   return out;
-}
-
-// The dense tensor a variable holds: a LoDTensor's, or a SelectedRows' value; nullptr for
-// an empty variable or an array.
-inline const Tensor* tensor_of(const Variable& v) {
-  if (v.is<LoDTensor>()) return &v.get<LoDTensor>();
-  if (v.is<SelectedRows>()) return &v.get<SelectedRows>().value();
-  return nullptr;
 }
 
 // The variable as a kernel of key `target` needs it, written into `into`; the source is
@@ -417,6 +471,61 @@ inline void transform_variable(const Variable& source, const kernel_key& target,
                 ", which fluidk cannot transform");
 }
 
+// Rule 3 of kernel_choice.hpp for an input variable of slot `slot`: the key its content is
+// transformed to, when it must be (nothing when the kernel reads it as it is). For a
+// LoDTensorArray, the target of its first element that must move.
+inline std::optional<kernel_key> input_transform_target(const selection_rules& rules, std::size_t slot,
+                                                        const Variable& v, const kernel_key& kernel) {
+  if (rules.exempt(slot)) return std::nullopt;
+  auto target_of = [&](const Tensor& t) -> std::optional<kernel_key> {
+    if (!t.initialized()) return std::nullopt;
+    const kernel_key target = input_target_key(rules, slot, key_of(t), kernel);
+    return needs_transform(key_of(t), target) ? std::optional<kernel_key>(target) : std::nullopt;
+  };
+  if (v.is<LoDTensorArray>()) {
+    for (const LoDTensor& t : v.get<LoDTensorArray>())
+      if (auto target = target_of(t)) return target;
+    return std::nullopt;
+  }
+  const Tensor* t = tensor_of(v);
+  return t != nullptr ? target_of(*t) : std::nullopt;
+}
+
+// The input as the kernel needs it, written into `into` (the source is never changed):
+// `target` from input_transform_target; a LoDTensorArray's elements each by rule 3.
+inline void transform_input(const selection_rules& rules, std::size_t slot, const Variable& source,
+                            const kernel_key& target, const kernel_key& kernel, Variable& into) {
+  if (!source.is<LoDTensorArray>()) return transform_variable(source, target, into);
+  LoDTensorArray out;
+  for (const LoDTensor& t : source.get<LoDTensorArray>())
+    out.push_back(t.initialized() ? transform(t, input_target_key(rules, slot, key_of(t), kernel)) : t);
+  into.set(std::move(out));
+}
+
+// Runs `f`, which prepares input `slot` of a call; a fluidk error it throws comes out of the
+// same kind, naming the operator, the input and the kernel key.
+template <class F>
+decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const Variable& v,
+                               const kernel_key& kernel, F&& f) {
+  auto context = [&](const error& e) {
+    std::string what = e.what();
+    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
+    return "operator '" + std::string(op.name()) + "' input " + std::string(op.inputs()[slot]) + " ('" +
+           v.name() + "') for kernel " + kernel.to_string() + ": " + what;
+  };
+  try {
+    return std::forward<F>(f)();
+  } catch (const not_registered& e) {
+    throw not_registered(context(e));
+  } catch (const parse_error& e) {
+    throw parse_error(context(e));
+  } catch (const registration_error& e) {
+    throw registration_error(context(e));
+  } catch (const error& e) {
+    throw error(context(e));
+  }
+}
+
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
 // needs it into a temporary (the variables given are never changed) and calls the kernel on
 // the context of its place. Returns the kernel chosen.
@@ -428,29 +537,25 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
     throw error("operator '" + std::string(op.name()) + "' takes " + std::to_string(op.inputs().size()) +
                 " input and " + std::to_string(op.outputs().size()) + " output slots, but was given " +
                 std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
-  std::vector<std::vector<const Tensor*>> tensors(inputs.size());
+  std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
-    for (Variable* v : inputs[s]) tensors[s].push_back(v ? tensor_of(*v) : nullptr);
-  const kernel_key expected = expected_kernel_key(op, executor_place, tensors, attrs);
-  const data_layout preferred =
-      !tensors.empty() && !tensors[0].empty() && tensors[0][0] ? tensors[0][0]->layout() : data_layout::any;
-  const kernel_choice choice = choose_kernel(op, expected, preferred);
+    for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
+  const kernel_key expected = expected_kernel_key(op, states, request_of(op, executor_place, attrs));
+  const kernel_choice choice = choose_kernel(op, expected);
 
   std::vector<std::unique_ptr<Variable>> temporaries;
   std::vector<kernel_arg> args;
   std::vector<std::uint32_t> input_offsets{0}, output_offsets{0};
   for (std::size_t s = 0; s < inputs.size(); ++s) {
-    for (std::size_t i = 0; i < inputs[s].size(); ++i) {
-      Variable* v = inputs[s][i];
-      const Tensor* t = tensors[s][i];
-      if (v != nullptr && t != nullptr && t->initialized()) {
-        const kernel_key target = input_target_key(op, s, *t, choice.chosen);
-        if (!plan_transform(key_of(*t), target).empty()) {
+    for (Variable* v : inputs[s]) {
+      if (v != nullptr)
+        if (const auto target = input_transform_target(op.rules(), s, *v, choice.chosen)) {
           temporaries.push_back(std::make_unique<Variable>(v->name()));
-          transform_variable(*v, target, *temporaries.back());
+          preparing_input(op, s, *v, choice.chosen, [&] {
+            transform_input(op.rules(), s, *v, *target, choice.chosen, *temporaries.back());
+          });
           v = temporaries.back().get();
         }
-      }
       args.emplace_back(v);
     }
     input_offsets.push_back(std::uint32_t(args.size()));

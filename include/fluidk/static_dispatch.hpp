@@ -10,6 +10,7 @@
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -22,9 +23,19 @@
 
 namespace fluidk {
 
-// Where a static call runs: a place kind with its device context, and the library the
-// caller asks for (use oneDNN, use cuDNN).
-template <class P, class Lib = library::plain>
+// A static target's fallback policy: the operator's own (the default), or one that
+// replaces it for the call, as operator_registry::set_global_fallback does at run time.
+struct operator_fallback {
+  static constexpr std::optional<fallback_policy> value{};
+};
+template <fallback_policy Policy>
+struct with_fallback {
+  static constexpr std::optional<fallback_policy> value{Policy};
+};
+
+// Where a static call runs: a place kind with its device context, the library the caller
+// asks for (use oneDNN, use cuDNN), and optionally a fallback policy for the call.
+template <class P, class Lib = library::plain, class Fallback = operator_fallback>
 class target {
   static_assert(Place<P> && Library<Lib>,
                 "fluidk: target<Place, Library>: expects a place tag and a library tag");
@@ -32,6 +43,7 @@ class target {
  public:
   using place_t = P;
   using library_t = Lib;
+  using fallback_t = Fallback;
   using context_type = typename device_traits<P>::context_type;
 
   explicit target(int device = 0) : context_(&context_of<P>(device)) {}
@@ -77,72 +89,68 @@ output_pack<T...> outputs(T&... t) noexcept {
 
 namespace detail {
 
-// The kernel types of an operator's map as an Mp11 list. (A function object rather than a
-// lambda: g++ 12 mishandles lambdas in alias templates.)
-struct keys_as_list {
-  template <class... Key, class... K>
-  constexpr auto operator()(const kernel_map_entry<Key, K>&...) const {
-    return boost::mp11::mp_list<Key...>{};
+template <class In>
+struct input_traits {
+  using place_t = typename In::place_t;
+  using dtype_t = typename In::dtype_t;
+  using layout_t = typename In::layout_t;
+};
+
+template <class In>
+constexpr kernel_key static_input_key() noexcept {
+  using t = input_traits<In>;
+  return kernel_type<typename t::place_t, typename t::dtype_t, typename t::layout_t>::key();
+}
+
+// The inputs of a static call as the rules see them: one input_state per input given, in
+// slot order (an input left out with no_input is not listed).
+template <class... In>
+struct static_inputs {
+  static constexpr std::size_t count = (std::size_t(!std::is_same_v<In, no_input_t>) + ... + 0);
+  static constexpr std::array<input_state, count> make() {
+    std::array<input_state, count> out{};
+    std::size_t n = 0;
+    std::uint32_t slot = 0;
+    (
+        [&] {
+          if constexpr (!std::is_same_v<In, no_input_t>) out[n++] = {slot, static_input_key<In>()};
+          ++slot;
+        }(),
+        ...);
+    return out;
   }
+  static constexpr std::array<input_state, count> value = make();
 };
-template <class Map>
-struct map_keys {
-  using type = decltype(boost::hana::unpack(std::declval<const Map&>(), keys_as_list{}));
-};
-// Read off the type of the map make_kernels builds, without instantiating unpack.
-template <class HashTable, class... Key, class... K>
-struct map_keys<
-    boost::hana::detail::map_impl<HashTable, boost::hana::basic_tuple<kernel_map_entry<Key, K>...>>> {
-  using type = boost::mp11::mp_list<Key...>;
+
+template <class Target, class Dt>
+constexpr selection_request static_request() noexcept {
+  selection_request r;
+  r.executor_place = place::of<typename Target::place_t>(0);
+  r.library = Target::library_t::value;
+  if constexpr (!std::is_void_v<Dt>) r.attribute_dtype = data_type_of<Dt>;
+  r.policy = Target::fallback_t::value;
+  return r;
+}
+
+template <class Op, class Target, class Dt, class... In>
+constexpr selection static_select() noexcept {
+  static_assert(std::is_void_v<Dt> || DType<Dt>,
+                "fluidk: run<Op, DType>: the data type is not one of fluidk's data types");
+  return select_kernel(rules_of<Op>, static_inputs<In...>::value, static_request<Target, Dt>());
+}
+
+// The tag type of a layout value.
+template <data_layout L>
+using layout_tag = boost::mp11::mp_at_c<layouts, index_of(L)>;
+
+// The kernel type of the key a chosen index names; void for none.
+template <class Op, std::size_t Index>
+struct chosen_type {
+  using type = boost::mp11::mp_at_c<kernel_keys_of<Op>, Index>;
 };
 template <class Op>
-using kernel_keys_of = typename map_keys<std::remove_cvref_t<decltype(Op::kernels)>>::type;
-
-template <class P, class T, class Lib>
-struct same_except_layout {
-  template <class Key>
-  using fn = std::bool_constant<std::is_same_v<typename Key::place_t, P> &&
-                                std::is_same_v<typename Key::dtype_t, T> &&
-                                std::is_same_v<typename Key::library_t, Lib>>;
-};
-
-// The kernel for (P, T, Lib): the exact key with ANY_LAYOUT; else one declared for a concrete
-// layout, preferring the layout the first input is already in; else void.
-template <class Keys, class P, class T, class Lib, class PreferredLayout>
-struct find_concrete_layout_kernel {
-  using candidates = boost::mp11::mp_copy_if_q<Keys, same_except_layout<P, T, Lib>>;
-  using preferred = kernel_type<P, T, PreferredLayout, Lib>;
-  using type = std::conditional_t<boost::mp11::mp_contains<candidates, preferred>::value, preferred,
-                                  boost::mp11::mp_eval_if_c<boost::mp11::mp_empty<candidates>::value, void,
-                                                            boost::mp11::mp_front, candidates>>;
-};
-
-// The kernel for (P, T, Lib): the exact key with ANY_LAYOUT; else one declared for a concrete
-// layout, preferring the layout the first input is already in; else void. Each step is only
-// computed when the one before found nothing (compile time is part of the interface).
-template <class Keys, class P, class T, class Lib, class PreferredLayout>
-struct find_kernel_key {
-  using exact = kernel_type<P, T, layout::any, Lib>;
-  using type =
-      typename boost::mp11::mp_if<boost::mp11::mp_contains<Keys, exact>, std::type_identity<exact>,
-                                  find_concrete_layout_kernel<Keys, P, T, Lib, PreferredLayout>>::type;
-};
-
-template <class Selection>
-struct fallback_kernel_key {
-  using keys = typename Selection::keys;
-  using dtype = typename Selection::dtype;
-  using preferred = typename Selection::preferred_layout;
-  // The plain kernel on the same place (from oneDNN or cuDNN), then the CPU kernel of the
-  // library asked for, then the CPU's plain kernel.
-  using plain =
-      typename find_kernel_key<keys, typename Selection::place_t, dtype, library::plain, preferred>::type;
-  using on_cpu = typename boost::mp11::mp_if_c<
-      std::is_void_v<plain>, find_kernel_key<keys, cpu, dtype, typename Selection::library_t, preferred>,
-      std::type_identity<plain>>::type;
-  using type = typename boost::mp11::mp_if_c<std::is_void_v<on_cpu>,
-                                             find_kernel_key<keys, cpu, dtype, library::plain, preferred>,
-                                             std::type_identity<on_cpu>>::type;
+struct chosen_type<Op, selection_rules::none> {
+  using type = void;
 };
 
 // The place an operator runs on: its `run_on` when it declares one, else the caller's.
@@ -156,64 +164,6 @@ struct run_on_of<Op, Default> {
   using type = typename Op::run_on;
 };
 
-template <class In>
-struct input_traits {
-  using dtype_t = typename In::dtype_t;
-  using layout_t = typename In::layout_t;
-};
-template <>
-struct input_traits<no_input_t> {
-  using dtype_t = void;
-  using layout_t = layout::any;
-};
-
-// The data type of a static call: the deciding input's, else the one all given inputs share
-// (float when none is given).
-template <std::size_t Decider, class All, class Given,
-          bool Named = (Decider < boost::mp11::mp_size<All>::value)>
-struct deciding_dtype {
-  using type = boost::mp11::mp_at_c<All, Decider>;
-};
-template <std::size_t Decider, class All, class Given>
-struct deciding_dtype<Decider, All, Given, false> {
-  using type =
-      boost::mp11::mp_eval_if_c<boost::mp11::mp_empty<Given>::value, float, boost::mp11::mp_front, Given>;
-};
-
-template <class Op, class Target, class... In>
-struct static_selection {
-  using keys = kernel_keys_of<Op>;
-  // Each input's data type and layout; void and ANY for an input left out (no_input).
-  using all_dtypes = boost::mp11::mp_list<typename input_traits<In>::dtype_t...>;
-  using input_dtypes = boost::mp11::mp_remove<all_dtypes, void>;
-  static constexpr std::size_t decider = data_type_input_index<Op>();
-  static constexpr bool inputs_agree =
-      decider < sizeof...(In) || boost::mp11::mp_size<boost::mp11::mp_unique<input_dtypes>>::value <= 1;
-  static_assert(
-      inputs_agree,
-      "fluidk: the inputs of this operator disagree on the data type; name the input that decides with "
-      "`static constexpr std::string_view data_type_input = ...;` (see the input types above)");
-
-  using dtype = typename deciding_dtype<decider, all_dtypes, input_dtypes>::type;
-  static_assert(!std::is_void_v<dtype>,
-                "fluidk: the input that decides this operator's data type (data_type_input) is left out");
-  using place_t = typename run_on_of<Op, typename Target::place_t>::type;
-  using library_t = typename Target::library_t;
-  using preferred_layout =
-      boost::mp11::mp_eval_if_c<sizeof...(In) == 0, layout::any, boost::mp11::mp_front,
-                                boost::mp11::mp_list<typename input_traits<In>::layout_t...>>;
-
-  // (Nothing is looked up without a data type: the assertion above is the one error.)
-  using expected =
-      typename boost::mp11::mp_if_c<std::is_void_v<dtype>, std::type_identity<void>,
-                                    find_kernel_key<keys, place_t, dtype, library_t, preferred_layout>>::type;
-  static constexpr bool may_fall_back = fallback_of<Op>() == fallback_policy::cpu && !std::is_void_v<dtype>;
-  using chosen = typename boost::mp11::mp_if_c<std::is_void_v<expected> && may_fall_back,
-                                               fallback_kernel_key<static_selection>,
-                                               std::type_identity<expected>>::type;
-  static constexpr bool fell_back = std::is_void_v<expected> && !std::is_void_v<chosen>;
-};
-
 // Instantiated only when no kernel can serve a static call; its template arguments (the
 // operator, the expected kernel type and the registered ones) appear in the compiler's
 // "in instantiation of" line right above the message.
@@ -225,65 +175,59 @@ struct no_kernel {
                 "instantiation above)");
 };
 
-// Per-slot flags of an operator's inputs as bit masks, so that the code preparing inputs
-// depends on the kernel type and the flags only, and is shared between operators.
-template <class Op, bool (*Flag)(std::string_view)>
-constexpr std::uint64_t input_mask() {
-  std::uint64_t mask = 0;
-  for (std::size_t i = 0; i < Op::inputs.size(); ++i)
-    if (Flag(Op::inputs[i])) mask |= std::uint64_t(1) << i;
-  return mask;
-}
-
-// The kernel type an input is transformed to: the kernel's place and layout, its own data
-// type unless the operator asks to cast it, its own layout when the operator keeps it. An
-// exempt input is not transformed at all.
-template <class Kernel, bool Cast, bool KeepLayout, class In>
-using input_target =
-    kernel_type<typename Kernel::place_t,
-                std::conditional_t<Cast, typename Kernel::dtype_t, typename In::dtype_t>,
-                std::conditional_t<KeepLayout, typename In::layout_t, typename Kernel::layout_t>>;
-
-// One input of a static call as the kernel needs it. When the compile-time chain is empty
-// and no device can differ, the kernel reads the caller's tensor itself: no copy, not even
-// of the handle, so that such a call costs what calling the kernel directly costs.
-template <class Kernel, bool Exempt, bool Cast, bool KeepLayout, class In>
-class prepared_input {
-  using target = input_target<Kernel, Cast, KeepLayout, In>;
-  using chain =
-      transform_chain<kernel_type<typename In::place_t, typename In::dtype_t, typename In::layout_t>, target>;
+// How input slot Slot of a static call reaches kernel Kernel: rule 3 of kernel_choice.hpp
+// evaluated at compile time, its key turned back into a kernel type. The input passes
+// through untouched when it is exempt, or when nothing needs to change and no device id
+// can differ.
+template <class Op, class Kernel, std::size_t Slot, class In>
+struct static_input_plan {
+  static constexpr kernel_key from = static_input_key<In>();
+  static constexpr kernel_key to = input_target_key(rules_of<Op>, Slot, from, Kernel::key());
+  using target = kernel_type<typename Kernel::place_t, type_of<to.dtype()>, layout_tag<to.layout()>>;
   static constexpr bool pass_through =
-      Exempt ||
-      (boost::mp11::mp_empty<chain>::value && !Kernel::place_t::has_device_id &&
-       planning::effective_source_layout(
-           In::layout_t::value, planning::effective_target_layout(
-                                    In::layout_t::value, target::layout_t::value)) == In::layout_t::value);
+      rules_of<Op>.exempt(Slot) || (!needs_transform(from, to) && !Kernel::place_t::has_device_id);
+};
 
+// One input of a static call as the kernel needs it. When it passes through, the kernel
+// reads the caller's tensor itself: no copy, not even of the handle, so that such a call
+// costs what calling the kernel directly costs.
+template <class Target, bool PassThrough, class In>
+class prepared_input {
  public:
   [[gnu::always_inline]] prepared_input(const In& in, int device) {
-    if constexpr (pass_through)
+    if constexpr (PassThrough)
       held_ = &in.tensor();
     else
-      held_ = fluidk::transform<target>(in, device).tensor();
+      held_ = fluidk::transform<Target>(in, device).tensor();
   }
   // Computed on each call rather than stored, so that the object may be copied or moved.
   const Tensor* get() const noexcept {
-    if constexpr (pass_through)
+    if constexpr (PassThrough)
       return held_;
     else
       return &held_;
   }
 
  private:
-  std::conditional_t<pass_through, const Tensor*, Tensor> held_;
+  std::conditional_t<PassThrough, const Tensor*, Tensor> held_;
 };
 
 // An input left out: the kernel's argument is empty.
-template <class Kernel, bool Exempt, bool Cast, bool KeepLayout>
-class prepared_input<Kernel, Exempt, Cast, KeepLayout, no_input_t> {
+template <class Target, bool PassThrough>
+class prepared_input<Target, PassThrough, no_input_t> {
  public:
   [[gnu::always_inline]] prepared_input(const no_input_t&, int) noexcept {}
   const Tensor* get() const noexcept { return nullptr; }
+};
+
+template <class Op, class Kernel, std::size_t Slot, class In>
+struct prepared_input_of {
+  using plan = static_input_plan<Op, Kernel, Slot, In>;
+  using type = prepared_input<typename plan::target, plan::pass_through, In>;
+};
+template <class Op, class Kernel, std::size_t Slot>
+struct prepared_input_of<Op, Kernel, Slot, no_input_t> {
+  using type = prepared_input<void, true, no_input_t>;
 };
 
 template <class Kernel, class Target>
@@ -322,32 +266,45 @@ FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& devic
   kernel(context);
 }
 
-template <class Key, std::uint64_t NoTransform, std::uint64_t Cast, std::uint64_t KeepLayout, class K,
-          class Target, class... In, class... Out>
+template <class Op, class Key, class K, class Target, class... In, class... Out>
 FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const input_pack<In...>& in,
-                                        const output_pack<Out...>& out, const attribute_map& attrs,
-                                        std::string_view op, std::span<const std::string_view> input_names,
-                                        std::span<const std::string_view> output_names) {
+                                        const output_pack<Out...>& out, const attribute_map& attrs) {
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
   [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
-    detail::pack<prepared_input<Key, ((NoTransform >> I) & 1) != 0, ((Cast >> I) & 1) != 0,
-                                ((KeepLayout >> I) & 1) != 0, In>...>
-        prepared{{{detail::pack_get<I>(in.tensors), device_id}}...};
+    detail::pack<typename prepared_input_of<Op, Key, I, In>::type...> prepared{
+        {{detail::pack_get<I>(in.tensors), device_id}}...};
     std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(detail::pack_get<I>(prepared).get())...};
-    invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, op, input_names, output_names);
+    invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, Op::name, Op::inputs,
+                         Op::outputs);
   }
   (std::index_sequence_for<In...>{});
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] inline void attribute_disagrees(std::string_view op,
+                                                                       std::string_view attribute,
+                                                                       data_type given, data_type called) {
+  throw error("operator '" + std::string(op) + "': attribute '" + std::string(attribute) + "' says " +
+              std::string(name_of(given)) + " but the static call runs it in " + std::string(name_of(called)));
+}
+
 }  // namespace detail
+
+// What run<Op> would choose for these typed inputs (and data type Dt, for an operator that
+// takes its data type from an attribute; void otherwise) on this target: a constexpr query
+// that never fails to compile. `.status()` says whether a kernel serves the call.
+template <class Op, class Target, class Dt, class... In>
+inline constexpr selection static_selection = detail::static_select<Op, Target, Dt, In...>();
 
 // The kernel type run<Op> would choose for these typed inputs on this target (void when
 // there is none).
 template <class Op, class Target, class... In>
-using static_kernel_type = typename detail::static_selection<Op, Target, In...>::chosen;
+using static_kernel_type =
+    typename detail::chosen_type<Op, static_selection<Op, Target, void, In...>.index>::type;
 
-template <class Op, class Target, class... In, class... Out>
+// Runs operator Op on typed inputs. Dt gives the data type of an operator that takes it
+// from an attribute (run<ops::fill_constant, float>(...)); others leave it out.
+template <class Op, class Dt = void, class Target, class... In, class... Out>
 FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, const output_pack<Out...>& out,
                               const attribute_map& attrs = detail::empty_attributes) {
   static_assert(detail::operator_check<Op>::value);
@@ -355,23 +312,36 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "fluidk: run<Op>: give one input per input slot of the operator");
   static_assert(sizeof...(Out) == Op::outputs.size(),
                 "fluidk: run<Op>: give one output per output slot of the operator");
-  using selection = detail::static_selection<Op, Target, In...>;
-  using chosen = typename selection::chosen;
-  if constexpr (std::is_void_v<typename selection::dtype>) {
-    // The deciding input is left out: static_selection's assertion has said so.
-  } else if constexpr (std::is_void_v<chosen>) {
+  constexpr selection chosen = static_selection<Op, Target, Dt, In...>;
+  constexpr selection_status status = chosen.status();
+  static_assert(status != selection_status::inputs_disagree,
+                "fluidk: the inputs of this operator disagree on the data type; name the input that decides "
+                "with `static constexpr std::string_view data_type_input = ...;` (see the input types above)");
+  static_assert(status != selection_status::no_data_type || !rules_of<Op>.data_type_from_attribute,
+                "fluidk: this operator takes its data type from an attribute (data_type_attribute): give it "
+                "as run<Op, DataType>(...)");
+  static_assert(status != selection_status::no_data_type || rules_of<Op>.data_type_from_attribute,
+                "fluidk: no input given decides this operator's data type (the deciding input is left out, "
+                "or every input is exempt)");
+  if constexpr (status == selection_status::no_kernel) {
+    using where = typename detail::run_on_of<Op, typename Target::place_t>::type;
     (void)sizeof(detail::no_kernel<Op,
-                                   kernel_type<typename selection::place_t, typename selection::dtype,
-                                               layout::any, typename Target::library_t>,
-                                   typename selection::keys>);
-  } else {
-    const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<chosen>);
+                                   kernel_type<where, type_of<chosen.expected.key.dtype()>,
+                                               detail::layout_tag<chosen.expected.key.layout()>,
+                                               typename Target::library_t>,
+                                   kernel_keys_of<Op>>);
+  } else if constexpr (status == selection_status::chosen) {
+    using key = typename detail::chosen_type<Op, chosen.index>::type;
+    if constexpr (!std::is_void_v<Dt>) {
+      constexpr std::string_view attribute = data_type_attribute_of<Op>();
+      if (attrs.size() != 0)
+        if (const auto d = attribute_data_type(attrs, attribute, Op::name); d && *d != data_type_of<Dt>)
+          detail::attribute_disagrees(Op::name, attribute, *d, data_type_of<Dt>);
+    }
+    const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<key>);
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");
-    detail::invoke_static<chosen, detail::input_mask<Op, no_transform_input<Op>>(),
-                          detail::input_mask<Op, cast_input<Op>>(),
-                          detail::input_mask<Op, keep_layout_input<Op>>()>(kernel, t, in, out, attrs,
-                                                                           Op::name, Op::inputs, Op::outputs);
+    detail::invoke_static<Op, key>(kernel, t, in, out, attrs);
   }
 }
 

@@ -1,4 +1,4 @@
-// expect: fluidk: the input that decides this operator's data type (data_type_input) is left out
+// expect: fluidk: no input given decides this operator's data type
 #include <fluidk/static_dispatch.hpp>
 
 template <class T>

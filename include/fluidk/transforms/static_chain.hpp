@@ -178,12 +178,15 @@ template <KernelType From, KernelType To>
 inline constexpr std::size_t transform_chain_cost = detail::planning::static_planner<From, To>::result.cost;
 
 namespace detail {
-// The tensor a step writes: the step's target type on its place. Copies to the final
-// place go to the requested device; intermediate places use device 0.
+// The tensor a step writes: the step's target type on its place. A layout change or a cast
+// stays on the device its source is on; a copy to the final place goes to the requested
+// device, a copy to another place (the host on the way) to device 0 of it.
 template <class Step, class FinalPlace>
 Tensor allocate_step_output(const Tensor& src, int final_device) {
   using to = typename Step::to_type;
-  const int device = std::is_same_v<typename to::place_t, FinalPlace> ? final_device : 0;
+  const int device = Step::kind != planning::step_kind::copy           ? src.place().device()
+                     : std::is_same_v<typename to::place_t, FinalPlace> ? final_device
+                                                                        : 0;
   return Tensor(src.dims(), data_type_of<typename to::dtype_t>, place::of<typename to::place_t>(device),
                 to::layout_t::value);
 }
