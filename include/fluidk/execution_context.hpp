@@ -115,6 +115,8 @@ class execution_context {
 
   // Inputs and outputs by slot index (resolved at compile time by the operator's helpers)
   // or by slot name.
+  std::size_t input_slot_count() const noexcept { return inputs_.slot_count(); }
+  std::size_t output_slot_count() const noexcept { return outputs_.slot_count(); }
   std::span<kernel_arg> inputs(std::size_t slot) const noexcept { return inputs_.slot(slot); }
   std::span<kernel_arg> outputs(std::size_t slot) const noexcept { return outputs_.slot(slot); }
   std::span<kernel_arg> inputs(std::string_view slot) const {

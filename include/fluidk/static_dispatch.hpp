@@ -109,8 +109,8 @@ struct static_inputs {
   static constexpr std::size_t count = (std::size_t(!std::is_same_v<In, no_input_t>) + ... + 0);
   static constexpr std::array<input_state, count> make() {
     std::array<input_state, count> out{};
-    std::size_t n = 0;
-    std::uint32_t slot = 0;
+    [[maybe_unused]] std::size_t n = 0;
+    [[maybe_unused]] std::uint32_t slot = 0;
     (
         [&] {
           if constexpr (!std::is_same_v<In, no_input_t>) out[n++] = {slot, static_input_key<In>()};
@@ -272,7 +272,7 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
   auto& device = kernel_context<Key>(t);
   const int device_id = device.place().device();
   [&]<std::size_t... I>(std::index_sequence<I...>) FLUIDK_DETAIL_LAMBDA_INLINE {
-    detail::pack<typename prepared_input_of<Op, Key, I, In>::type...> prepared{
+    [[maybe_unused]] detail::pack<typename prepared_input_of<Op, Key, I, In>::type...> prepared{
         {{detail::pack_get<I>(in.tensors), device_id}}...};
     std::array<kernel_arg, sizeof...(In)> input_args{kernel_arg(detail::pack_get<I>(prepared).get())...};
     invoke_prepared<Key>(kernel, device, device_id, input_args, out, attrs, Op::name, Op::inputs,
