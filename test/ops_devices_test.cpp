@@ -244,3 +244,20 @@ TEMPLATE_LIST_TEST_CASE("softmax_with_cross_entropy on CUDA: labels read where t
       Catch::Contains("Label 300 of row 4 is outside [0, 300)"));
 }
 #endif
+
+TEMPLATE_LIST_TEST_CASE("fill_constant and uniform_random on the device: the CPU's numbers, drawn there",
+                        "[ops][device]", device_types) {
+  using T = TestType;
+  Scope scope;
+  const std::string dtype(name_of(data_type_of<T>));
+  run_both(scope, "fill_constant", {}, {"Out"}, "fill",
+           {{"shape", std::vector<std::int64_t>{3, 70}}, {"value", -1.25}, {"dtype", dtype}});
+  compare<T>(scope, "fill", "Out", 0);
+  run_both(scope, "uniform_random", {}, {"Out"}, "uniform",
+           {{"shape", std::vector<std::int64_t>{1000}}, {"seed", std::int64_t(3)}, {"dtype", dtype}});
+  // The same draw; lo + (hi - lo) * u may be contracted into one fma on the device.
+  compare<T>(scope, "uniform", "Out", std::is_same_v<T, float> ? 1e-6 : 1e-15);
+  run_both(scope, "uniform_random", {}, {"Out"}, "uniform_empty",
+           {{"shape", std::vector<std::int64_t>{0, 4}}, {"dtype", dtype}});
+  CHECK(scope.get("uniform_empty_Out_dev").get<LoDTensor>().numel() == 0);
+}

@@ -918,3 +918,72 @@ TEST_CASE("a sequence tagger as a program: plain and oneDNN kernels agree, LoD f
   CHECK(std::all_of(results[0][0].begin() + 2 * 8, results[0][0].begin() + 3 * 8,
                     [](float v) { return v == 0; }));
 }
+
+TEMPLATE_TEST_CASE("fill_constant: the dtype attribute decides the kernel; every element is value",
+                   "[ops][fill_constant]", float, double, std::int32_t, std::int64_t) {
+  using T = TestType;
+  Scope scope;
+  const attribute_map attrs{{"shape", std::vector<std::int64_t>{2, 3}},
+                            {"value", 2.5},
+                            {"dtype", std::string(name_of(data_type_of<T>))}};
+  const kernel_choice choice = run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}}, attrs);
+  CHECK(choice.chosen == kernel_type<cpu, T>::key());
+  const Tensor& out = scope.get("out").get<LoDTensor>();
+  CHECK(out.dims() == dims{2, 3});
+  for (std::int64_t i = 0; i < out.numel(); ++i) CHECK(out.data<T>()[i] == T(2.5));
+  // The static path: the data type is the call's.
+  Tensor y;
+  run<ops::fill_constant, T>(target<cpu>(), inputs(), outputs(y), {{"shape", std::vector<std::int32_t>{4}}});
+  REQUIRE(y.dtype() == data_type_of<T>);
+  for (std::int64_t i = 0; i < 4; ++i) CHECK(y.data<T>()[i] == T(0));
+}
+
+TEST_CASE("fill_constant and uniform_random: a missing or bad attribute names the operator",
+          "[ops][fill_constant][uniform_random]") {
+  Scope scope;
+  CHECK_THROWS_WITH(run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}}, {{"shape", std::vector<std::int32_t>{2}}}),
+                    Catch::Contains("operator 'fill_constant' takes its data type from attribute 'dtype'"));
+  CHECK_THROWS_WITH(run_rt(scope, "uniform_random", {}, {{"Out", {"out"}}}, {{"dtype", std::string("float32")}}),
+                    Catch::Contains("operator 'uniform_random': needs attribute 'shape'"));
+  CHECK_THROWS_WITH(run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}},
+                           {{"dtype", std::string("float32")}, {"shape", std::vector<std::int32_t>{2, -1}}}),
+                    Catch::Contains("operator 'fill_constant': attribute 'shape' has a negative extent"));
+}
+
+TEMPLATE_TEST_CASE("uniform_random: in [min, max), a function of (seed, index), spread evenly",
+                   "[ops][uniform_random]", float, double) {
+  using T = TestType;
+  Scope scope;
+  auto draw = [&](std::int64_t seed, const std::string& name) {
+    run_rt(scope, "uniform_random", {}, {{"Out", {name}}},
+           {{"shape", std::vector<std::int64_t>{100, 100}},
+            {"min", -2.0},
+            {"max", 3.0},
+            {"seed", seed},
+            {"dtype", std::string(name_of(data_type_of<T>))}});
+    const Tensor& t = scope.get(name).get<LoDTensor>();
+    return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+  };
+  const std::vector<T> a = draw(7, "a"), b = draw(7, "b"), c = draw(8, "c");
+  CHECK(a == b);
+  CHECK(a != c);
+  double sum = 0;
+  std::array<int, 10> buckets{};
+  for (T v : a) {
+    REQUIRE(v >= T(-2));
+    REQUIRE(v < T(3));
+    sum += double(v);
+    ++buckets[std::size_t((double(v) + 2.0) / 0.5)];
+  }
+  CHECK(std::abs(sum / double(a.size()) - 0.5) < 0.05);  // mean 0.5, sd of the mean 0.0144
+  for (int n : buckets) CHECK(std::abs(n - 1000) < 150);  // 1000 each, sd about 30
+  // Element i depends on (seed, i) only: a smaller draw is a prefix of a larger one.
+  run_rt(scope, "uniform_random", {}, {{"Out", {"small"}}},
+         {{"shape", std::vector<std::int64_t>{10}},
+          {"min", -2.0},
+          {"max", 3.0},
+          {"seed", std::int64_t(7)},
+          {"dtype", std::string(name_of(data_type_of<T>))}});
+  const Tensor& small = scope.get("small").get<LoDTensor>();
+  for (std::int64_t i = 0; i < 10; ++i) CHECK(small.data<T>()[i] == a[std::size_t(i)]);
+}

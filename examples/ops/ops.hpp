@@ -9,12 +9,14 @@
 #include "ops/crf_decoding.hpp"
 #include "ops/elementwise_add.hpp"
 #include "ops/fc.hpp"
+#include "ops/fill_constant.hpp"
 #include "ops/lookup_table.hpp"
 #include "ops/lookup_table_grad.hpp"
 #include "ops/mul.hpp"
 #include "ops/relu.hpp"
 #include "ops/softmax_with_cross_entropy.hpp"
 #include "ops/sum.hpp"
+#include "ops/uniform_random.hpp"
 
 namespace fluidk::ops {
 
@@ -30,6 +32,8 @@ inline void register_all() {
   fluidk::register_operator<lookup_table_grad>();
   fluidk::register_operator<sum>();
   fluidk::register_operator<crf_decoding>();
+  fluidk::register_operator<fill_constant>();
+  fluidk::register_operator<uniform_random>();
 }
 
 }  // namespace fluidk::ops

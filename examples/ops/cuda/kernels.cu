@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/detail/cuda_launch.hpp"
+#include "ops/detail/random.hpp"
 
 namespace fluidk::ops::cuda_launch {
 
@@ -25,6 +26,20 @@ __global__ void relu_kernel(const T* x, T* y, std::int64_t n) {
     const T v = x[i];
     y[i] = v > T(0) ? v : T(0);
   }
+}
+
+template <class T>
+__global__ void fill_kernel(T* y, std::int64_t n, T value) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(blockDim.x) * gridDim.x)
+    y[i] = value;
+}
+
+template <class T>
+__global__ void uniform_kernel(T* y, std::int64_t n, std::uint64_t seed, T lo, T hi) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(blockDim.x) * gridDim.x)
+    y[i] = random::uniform(seed, std::uint64_t(i), lo, hi);
 }
 
 template <class T>
@@ -130,6 +145,20 @@ cudaError_t relu(cudaStream_t stream, const T* x, T* y, std::int64_t n) {
 }
 
 template <class T>
+cudaError_t fill(cudaStream_t stream, T* y, std::int64_t n, T value) {
+  if (n == 0) return cudaSuccess;
+  fill_kernel<<<blocks_for(n), threads, 0, stream>>>(y, n, value);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t uniform(cudaStream_t stream, T* y, std::int64_t n, std::uint64_t seed, T lo, T hi) {
+  if (n == 0) return cudaSuccess;
+  uniform_kernel<<<blocks_for(n), threads, 0, stream>>>(y, n, seed, lo, hi);
+  return cudaGetLastError();
+}
+
+template <class T>
 cudaError_t add(cudaStream_t stream, const T* a, const T* b, T* c, std::int64_t total, std::int64_t n,
                 std::int64_t post) {
   if (total == 0) return cudaSuccess;
@@ -158,6 +187,8 @@ cudaError_t softmax_with_cross_entropy(cudaStream_t stream, const T* logits, con
 
 #define FLUIDK_OPS_CUDA_INSTANTIATE(T)                                                                      \
   template cudaError_t relu<T>(cudaStream_t, const T*, T*, std::int64_t);                                   \
+  template cudaError_t fill<T>(cudaStream_t, T*, std::int64_t, T);                                          \
+  template cudaError_t uniform<T>(cudaStream_t, T*, std::int64_t, std::uint64_t, T, T);                    \
   template cudaError_t add<T>(cudaStream_t, const T*, const T*, T*, std::int64_t, std::int64_t,             \
                               std::int64_t);                                                                \
   template cudaError_t fill_rows<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t);                \

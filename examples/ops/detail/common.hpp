@@ -84,6 +84,35 @@ std::array<std::int64_t, N> ints_attr(const execution_context& ctx, std::string_
   return out;
 }
 
+// A shape attribute: a list of non-negative ints or int64s (required).
+inline dims shape_attr(const execution_context& ctx, std::string_view name) {
+  const attribute* a = ctx.attributes().find(name);
+  std::vector<std::int64_t> values;
+  if (a == nullptr)
+    fail(ctx, "needs attribute '" + std::string(name) + "' (a list of non-negative extents)");
+  if (const auto* v = std::get_if<std::vector<std::int32_t>>(a))
+    values.assign(v->begin(), v->end());
+  else if (const auto* w = std::get_if<std::vector<std::int64_t>>(a))
+    values = *w;
+  else
+    fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) +
+                  ", not ints or int64s");
+  for (std::int64_t extent : values)
+    require(extent >= 0, ctx, "attribute '" + std::string(name) + "' has a negative extent");
+  return dims(std::span<const std::int64_t>(values));
+}
+
+// A number attribute stored as float, double, int or int64, or `fallback` when absent.
+inline double number_attr(const execution_context& ctx, std::string_view name, double fallback) {
+  const attribute* a = ctx.attributes().find(name);
+  if (a == nullptr) return fallback;
+  if (const auto* v = std::get_if<float>(a)) return *v;
+  if (const auto* v = std::get_if<double>(a)) return *v;
+  if (const auto* v = std::get_if<std::int32_t>(a)) return double(*v);
+  if (const auto* v = std::get_if<std::int64_t>(a)) return double(*v);
+  fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not a number");
+}
+
 // The input of a slot as a tensor that holds data; an error naming the slot otherwise.
 inline const Tensor& input(const execution_context& ctx, std::string_view slot, std::size_t i = 0) {
   const Tensor& t = ctx.input(slot, i);

@@ -32,4 +32,12 @@ cudaError_t softmax_with_cross_entropy(cudaStream_t stream, const T* logits, con
                                        std::int64_t classes, std::int64_t ignore_index,
                                        unsigned long long* bad_row);
 
+// y[i] = value, n elements.
+template <class T>
+cudaError_t fill(cudaStream_t stream, T* y, std::int64_t n, T value);
+
+// y[i] = uniform_random's element i for this seed in [lo, hi) (ops/detail/random.hpp).
+template <class T>
+cudaError_t uniform(cudaStream_t stream, T* y, std::int64_t n, std::uint64_t seed, T lo, T hi);
+
 }  // namespace fluidk::ops::cuda_launch

@@ -42,6 +42,25 @@ __kernel void add_f32(__global const float* a, ulong a_off, __global const float
   c[i] = a[a_off + i] + b[b_off + (i / post) % n];
 }
 
+__kernel void fill_f32(__global float* y, float value, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) y[i] = value;
+}
+
+// uniform_random: the steps of ops/detail/random.hpp in OpenCL C.
+ulong fluidk_mix(ulong z) {
+  z += 0x9e3779b97f4a7c15UL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;
+  return z ^ (z >> 31);
+}
+__kernel void uniform_f32(__global float* y, ulong seed, float lo, float hi, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float u = (float)(fluidk_mix(seed ^ fluidk_mix(i)) >> 40) * (1.0f / 16777216.0f);
+  y[i] = lo + (hi - lo) * u;
+}
+
 // C[m, n] = A[m, k] x B[k, n] (+ bias[n] when has_bias), row-major; one work-item per element
 // of C. The sum runs in k order, like the CPU kernels' reference loop.
 __kernel void gemm_f32(__global const float* a, ulong a_off, __global const float* b, ulong b_off,

@@ -1,0 +1,108 @@
+// uniform_random (no inputs -> Out): a tensor of attribute `shape` drawn uniformly from
+// [min, max) (defaults -1 and 1), in the data type that attribute `dtype` names. Like
+// fill_constant, its data type comes from the attribute (its data_type_attribute).
+//
+// Element i is a function of (seed, i) alone (ops/detail/random.hpp), so the CPU, CUDA and
+// OpenCL kernels draw the same numbers. Unlike Fluid, seed 0 is a seed like any other (the
+// default): a program draws the same weights every run.
+//
+// Kernels: CPU plain (float, double), CUDA (float, double) and OpenCL (float); no oneDNN
+// kernel (oneDNN has no random primitive).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/operator.hpp>
+#include <string_view>
+#include <utility>
+
+#include "ops/detail/common.hpp"
+#include "ops/detail/random.hpp"
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
+#endif
+
+namespace fluidk::ops {
+
+namespace detail {
+inline std::uint64_t seed_attr(const execution_context& ctx) {
+  return std::uint64_t(int_attr(ctx, "seed", 0));
+}
+}  // namespace detail
+
+template <class T>
+struct uniform_random_cpu {
+  void operator()(execution_context& ctx) const {
+    Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
+    const T lo = T(detail::number_attr(ctx, "min", -1.0)), hi = T(detail::number_attr(ctx, "max", 1.0));
+    const std::uint64_t seed = detail::seed_attr(ctx);
+    T* y = out.data<T>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = random::uniform(seed, std::uint64_t(i), lo, hi);
+    detail::set_output(ctx, "Out", std::move(out));
+  }
+};
+
+#if FLUIDK_OPS_OPENCL
+template <class T>
+struct uniform_random_opencl {
+  static_assert(std::is_same_v<T, float>, "the OpenCL uniform_random kernel computes in float");
+  void operator()(execution_context& ctx) const {
+    Tensor out(detail::shape_attr(ctx, "shape"), data_type::float32, ctx.place());
+    const std::int64_t n = out.numel();
+    if (n > 0)
+      detail::opencl_launch(ctx, "uniform_f32", std::size_t(n), 1, detail::cl_buffer(out),
+                            cl_ulong(detail::seed_attr(ctx)), cl_float(detail::number_attr(ctx, "min", -1.0)),
+                            cl_float(detail::number_attr(ctx, "max", 1.0)), cl_ulong(n));
+    detail::set_output(ctx, "Out", std::move(out));
+  }
+};
+namespace detail {
+inline constexpr auto uniform_random_opencl_kernels = fluidk::kernels_on<opencl>(uniform_random_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto uniform_random_opencl_kernels = no_kernels();
+}
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T>
+struct uniform_random_cuda {
+  void operator()(execution_context& ctx) const {
+    detail::cuda_call call(ctx);
+    Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
+    detail::cuda_require(cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(),
+                                                 detail::seed_attr(ctx), T(detail::number_attr(ctx, "min", -1.0)),
+                                                 T(detail::number_attr(ctx, "max", 1.0))),
+                         ctx, "the uniform_random kernel");
+    detail::set_output(ctx, "Out", std::move(out));
+  }
+};
+namespace detail {
+inline constexpr auto uniform_random_cuda_kernels =
+    fluidk::kernels_on<cuda>(uniform_random_cuda<float>{}, uniform_random_cuda<double>{});
+}
+#else
+namespace detail {
+inline constexpr auto uniform_random_cuda_kernels = no_kernels();
+}
+#endif
+
+struct uniform_random {
+  static constexpr std::string_view name = "uniform_random";
+  static constexpr std::array<std::string_view, 0> inputs{};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr std::string_view data_type_attribute = "dtype";
+  // Where the expected kernel type has no kernel (double on OpenCL, use_onednn), the CPU
+  // kernel of the same data type runs.
+  static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(uniform_random_cpu<float>{}, uniform_random_cpu<double>{}),
+                           detail::uniform_random_cuda_kernels, detail::uniform_random_opencl_kernels);
+};
+
+}  // namespace fluidk::ops
