@@ -5,7 +5,10 @@
 #include <fluidk/executor.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -359,4 +362,91 @@ TEST_CASE("11. a failing transform leaves no child scope and names the operator,
   const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("y")}}, out{{&scope.var("out")}};
   CHECK_THROWS_WITH(run_operator(blocked_only_info, cpu_place, in, out),
                     Catch::Contains("operator 'kc_blocked_only' input Y ('y') for kernel"));
+}
+
+namespace {
+template <class T>
+struct conv_plain {
+  void operator()(execution_context& ctx) const { record("plain", ctx); }
+};
+template <class T>
+struct conv_onednn {
+  using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
+  void operator()(execution_context& ctx) const { record("onednn", ctx); }
+};
+// The operator of docs/dispatch.md's worked cases.
+struct doc_conv {
+  static constexpr std::string_view name = "kc_doc_conv";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr fallback_policy fallback = fallback_policy::cpu;
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
+                   kernels_on<cpu, library::onednn>(conv_onednn<float>{}), kernels_on<npu>(conv_plain<float>{}));
+};
+
+std::vector<std::string> cells(const std::string& row) {
+  std::vector<std::string> out;
+  std::size_t start = row.find('|') + 1;
+  for (std::size_t bar; (bar = row.find('|', start)) != std::string::npos; start = bar + 1) {
+    std::string cell = row.substr(start, bar - start);
+    const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+    out.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+  }
+  return out;
+}
+// "cpu float NCHW" (library plain) or "acc:1 float ANY PLAIN".
+kernel_key key_from_words(const std::string& text) {
+  std::istringstream words(text);
+  std::string p, d, l, lib = "PLAIN";
+  words >> p >> d >> l >> lib;
+  return {parse_place(p), parse_data_type(d), parse_data_layout(l), parse_library_type(lib)};
+}
+}  // namespace
+
+TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the executor", "[kernel_choice][docs]") {
+  const char* docs = std::getenv("FLUIDK_DOCS");
+  REQUIRE(docs != nullptr);
+  std::ifstream page(std::string(docs) + "/dispatch.md");
+  REQUIRE(page);
+  const operator_info& op = register_operator<doc_conv>();
+  operator_registry::instance().set_fallback_reporter([](const fallback_event&) {});
+  std::string line;
+  bool in_table = false;
+  int rows = 0;
+  while (std::getline(page, line)) {
+    if (line.rfind("| input X |", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) continue;
+    if (line.rfind("|", 0) != 0) break;
+    const std::vector<std::string> c = cells(line);
+    REQUIRE(c.size() == 6);
+    INFO(line);
+    const kernel_key x = key_from_words(c[0]);
+    const place where = parse_place(c[2]);
+    attribute_map attrs;
+    if (c[1] == "use_onednn") attrs.set("use_onednn", true);
+    if (c[1].rfind("op_device=", 0) == 0) attrs.set("op_device", c[1].substr(10));
+    Scope scope;
+    scope.var("x").set(LoDTensor(filled(x.layout() == data_layout::any ? dims{1, 8, 1, 1} : dims{1, 16, 1, 1},
+                                        x.dtype(), x.layout(), x.place())));
+    const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("out")}};
+    const std::vector<std::vector<const Tensor*>> tensors{{&scope.get("x").get<LoDTensor>()}};
+    CHECK(expected_kernel_key(op, where, tensors, attrs) == key_from_words(c[3]));
+    Executor executor(where);
+    if (c[4] == "none") {
+      CHECK_THROWS_AS(run_operator(op, where, in, out, attrs), not_registered);
+      CHECK_THROWS_AS(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs), not_registered);
+    } else {
+      const kernel_choice choice = run_operator(op, where, in, out, attrs);
+      CHECK(choice.chosen == key_from_words(c[4]));
+      CHECK(choice.fell_back == (c[5].find("fallback") != std::string::npos));
+      CHECK(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs) == key_from_words(c[4]));
+    }
+    ++rows;
+  }
+  operator_registry::instance().set_fallback_reporter(nullptr);
+  CHECK(rows == 9);
 }

@@ -1,10 +1,27 @@
 #!/usr/bin/env python3
-"""Writes the C++ block under README.md's "A taste" heading to a file, so that the
-README's example is compiled and run as a test and cannot rot."""
+"""Writes C++ blocks of the documentation to files, so that they are compiled (and run) as
+tests and cannot rot.
+
+  extract.py README.md OUT            the block under README.md's "A taste" heading
+  extract.py --all DOC.md OUT1 OUT2 ...  every ```cpp block of DOC.md, one file each; their
+                                         number must be the number of outputs
+"""
 import re
 import sys
 
-readme, output = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+if args and args[0] == "--all":
+    doc, outputs = args[1], args[2:]
+    blocks = re.findall(r"```cpp\n(.*?)```", open(doc, encoding="utf-8").read(), re.S)
+    if len(blocks) != len(outputs):
+        sys.exit(f"{doc} has {len(blocks)} ```cpp blocks; the build expects {len(outputs)}: "
+                 "update the test's list of outputs")
+    for i, (block, output) in enumerate(zip(blocks, outputs), 1):
+        with open(output, "w", encoding="utf-8") as out:
+            out.write(f"// Extracted from {doc.split('/')[-1]}, C++ block {i}, at build time.\n" + block)
+    sys.exit(0)
+
+readme, output = args[0], args[1]
 text = open(readme, encoding="utf-8").read()
 match = re.search(r"## A taste\n.*?```cpp\n(.*?)```", text, re.S)
 if not match:
