@@ -479,3 +479,34 @@ TEST_CASE("many threads dispatch concurrently on the shared registry", "[dispatc
   for (auto& thread : threads) thread.join();
   CHECK(calls == 800);
 }
+
+namespace {
+struct fresh_table_op {
+  static constexpr std::string_view name = "fresh_table_test";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr fallback_policy fallback = fallback_policy::cpu;
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(scale_cpu<float>{}, scale_cpu<double>{}),
+                                               fluidk::kernels_on<npu>(conv_npu<float>{}));
+};
+}  // namespace
+
+TEST_CASE("the runtime table is filled on first use, concurrently, the same for every thread",
+          "[dispatch][threads]") {
+  const operator_info& op = register_operator<fresh_table_op>();
+  operator_registry::instance().set_fallback_reporter([](const fallback_event&) {});
+  std::atomic<int> agree{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const kernel_key expected = t % 2 ? kernel_type<npu, double>::key(1) : kernel_type<npu, float>::key(1);
+        const kernel_choice choice = choose_kernel(op, expected);
+        const kernel_key want = t % 2 ? kernel_type<cpu, double>::key() : kernel_type<npu, float>::key(1);
+        if (choice.chosen == want && choice.fell_back == (t % 2 == 1)) ++agree;
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  operator_registry::instance().set_fallback_reporter(nullptr);
+  CHECK(agree == 400);
+}

@@ -165,6 +165,7 @@ class Executor {
       selection_request request;  // what the attributes ask for, read once
       std::vector<kernel_arg> args;  // reused across runs
       std::vector<input_state> states;
+      std::vector<const Tensor*> tensors;  // tensor_of each input, this run
       struct local {  // this run's transfer-scope variables
         const Variable* source;
         kernel_key target;
@@ -172,8 +173,11 @@ class Executor {
         Scope* scope;
       };
       std::vector<local> locals;
-      // The device context of the last kernel's place.
-      std::optional<fluidk::place> context_place;
+      // The last run's choice, the inputs and policy it was made for, and the device
+      // context of the kernel's place.
+      std::optional<kernel_choice> last_choice;
+      std::vector<input_state> last_states;
+      std::optional<fallback_policy> last_policy;
       device_context* context = nullptr;
     };
     Scope* scope_ = nullptr;
@@ -209,6 +213,7 @@ class Executor {
       o.attrs = call.attrs;
       o.request = request_of(*o.info, place_, o.attrs);
       o.args.resize(o.inputs.size() + o.outputs.size());
+      o.tensors.resize(o.inputs.size());
       p.ops_.push_back(std::move(o));
     }
     return p;
@@ -245,14 +250,30 @@ class Executor {
     // The kernel: rules 1 and 2 of kernel_choice.hpp, as every path applies them.
     o.states.clear();
     for (std::size_t s = 0; s < slots; ++s)
-      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i)
-        append_input_states(o.inputs[i], std::uint32_t(s), o.states);
-    const kernel_key expected = expected_kernel_key(info, o.states, o.request);
-    const kernel_choice choice = choose_kernel(info, expected);
-    if (!o.context_place || *o.context_place != choice.chosen.place()) {
-      o.context = &context_of(choice.chosen.place());
-      o.context_place = choice.chosen.place();
+      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
+        const Tensor* t = tensor_of(*o.inputs[i]);
+        o.tensors[i] = t;
+        if (t != nullptr) {
+          if (t->initialized()) o.states.push_back({std::uint32_t(s), key_of(*t)});
+        } else {
+          append_input_states(o.inputs[i], std::uint32_t(s), o.states);  // an array's elements
+        }
+      }
+    // The rule is a function of the inputs' keys, the attributes (read at prepare) and the
+    // fallback policy: while those are what they were on the last run, so is its result.
+    const std::optional<fallback_policy> policy = operator_registry::instance().global_fallback();
+    if (!o.last_choice || o.states != o.last_states || policy != o.last_policy) {
+      const kernel_key expected = expected_kernel_key(info, o.states, o.request);
+      o.last_choice = choose_kernel(info, expected);
+      o.last_states = o.states;
+      o.last_policy = policy;
+      o.context = &context_of(o.last_choice->chosen.place());
+    } else if (o.last_choice->fell_back) {
+      operator_registry::instance().note_fallback(
+          {info.name(), o.last_choice->expected, o.last_choice->chosen});  // counted every time
     }
+    const kernel_choice& choice = *o.last_choice;
+    const kernel_key& expected = choice.expected;
     if (choice.fell_back) ++stats_.fallbacks;
     op_trace* trace = trace_ != nullptr
                           ? &trace_->emplace_back(op_trace{
@@ -275,23 +296,26 @@ class Executor {
       for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
         Variable* v = o.inputs[i];
         o.args[i] = kernel_arg(v);
-        const std::optional<kernel_key> target = input_transform_target(info.rules(), s, *v, choice.chosen);
+        const std::optional<kernel_key> target =
+            input_transform_target(info.rules(), s, *v, o.tensors[i], choice.chosen);
         if (!target) continue;
-        const Tensor* t = tensor_of(*v);
-        const kernel_key from = t != nullptr ? key_of(*t) : *target;
         const executor_stats before = stats_;
+        std::uint64_t bytes = 0;
         const Variable& transformed = preparing_input(info, s, *v, choice.chosen, [&]() -> const Variable& {
-          const transform_plan& plan = plan_transform(from, *target);
-          return cache_.get(*v, *target, t != nullptr ? plan.bytes_copied(t->numel()) : 0, stats_,
-                            [&](Variable& into) {
-                              transform_input(info.rules(), s, *v, *target, choice.chosen, into);
-                            });
+          bytes = copied_bytes(info.rules(), s, *v, choice.chosen);
+          return cache_.get(*v, *target, bytes, stats_, [&](Variable& into) {
+            transform_input(info.rules(), s, *v, *target, choice.chosen, into);
+          });
         });
-        if (trace != nullptr)
+        if (trace != nullptr) {
+          const Tensor* t = tensor_of(*v);
+          const kernel_key from = t != nullptr ? key_of(*t) : key_of(first_element(*v));
+          const std::string chain = plan_transform(from, *target).describe();
           trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
-                                   t != nullptr ? plan_transform(from, *target).describe() : "per element",
+                                   t != nullptr ? chain : "each element: " + chain,
                                    stats_.bytes_copied - before.bytes_copied,
                                    stats_.cache_hits > before.cache_hits});
+        }
         if (child == nullptr) {
           child = &scope.new_scope();
           ++stats_.child_scopes;
@@ -307,6 +331,26 @@ class Executor {
                               {args.subspan(first_output), o.output_offsets}, o.attrs);
     (*choice.entry)(context);
     ++stats_.ops_run;
+  }
+
+  // The bytes that bringing input `v` of slot `slot` to the kernel copies between places.
+  static std::uint64_t copied_bytes(const selection_rules& rules, std::size_t slot, const Variable& v,
+                                    const kernel_key& kernel) {
+    auto of = [&](const Tensor& t) -> std::uint64_t {
+      if (!t.initialized()) return 0;
+      const kernel_key to = input_target_key(rules, slot, key_of(t), kernel);
+      return needs_transform(key_of(t), to) ? plan_transform(key_of(t), to).bytes_copied(t.numel()) : 0;
+    };
+    if (!v.is<LoDTensorArray>()) return of(*tensor_of(v));
+    std::uint64_t bytes = 0;
+    for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += of(t);
+    return bytes;
+  }
+  // The first element of an array that holds data (an array that needs a transform has one).
+  static const Tensor& first_element(const Variable& v) {
+    for (const LoDTensor& t : v.get<LoDTensorArray>())
+      if (t.initialized()) return t;
+    throw error("variable '" + v.name() + "': no element holds data");
   }
 
   // The variable of the transfer scope that views `content` for source `v` and `target`:

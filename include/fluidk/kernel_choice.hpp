@@ -55,6 +55,8 @@ struct selection_rules {
 struct input_state {
   std::uint32_t slot = 0;
   kernel_key key{};  // place, data type and layout of the data; library plain
+
+  friend constexpr bool operator==(const input_state&, const input_state&) noexcept = default;
 };
 
 // What a call asks for, besides its inputs.

@@ -45,6 +45,12 @@ class kernel_key {
            index_of(library_);
   }
 
+  // The ordinal within the keys of the same place kind: ordinal() % keys per place kind.
+  constexpr std::size_t ordinal_in_kind() const noexcept {
+    return (std::size_t(index_of(dtype_)) * data_layout_count + index_of(layout_)) * library_type_count +
+           index_of(library_);
+  }
+
   // The inverse of ordinal(); the place kind must be known to the runtime.
   static kernel_key from_ordinal(std::size_t ordinal, int device = 0) {
     if (ordinal >= ordinal_count)
@@ -66,7 +72,7 @@ class kernel_key {
 
   // A regular value: equal when every field is, the device id included.
   friend constexpr bool operator==(const kernel_key& a, const kernel_key& b) noexcept {
-    return a.ordinal() == b.ordinal() && a.place_.device() == b.place_.device();
+    return a.dtype_ == b.dtype_ && a.layout_ == b.layout_ && a.library_ == b.library_ && a.place_ == b.place_;
   }
   friend constexpr std::strong_ordering operator<=>(const kernel_key& a, const kernel_key& b) noexcept {
     if (const auto c = a.ordinal() <=> b.ordinal(); c != 0) return c;

@@ -133,7 +133,7 @@ class operator_info {
   match lookup(const kernel_key& expected, fallback_policy policy) const {
     const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
     if (sub == nullptr) sub = &build_table(expected.place().kind());
-    const table_entry& e = (*sub)[expected.ordinal() % detail::keys_per_place_kind];
+    const table_entry& e = (*sub)[expected.ordinal_in_kind()];
     const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
     return {i == no_entry ? selection_rules::none : std::size_t(i),
             e.strict == no_entry && i != no_entry};
@@ -167,6 +167,7 @@ class operator_info {
     std::atomic<const subtable*>& slot = tables_[kind.id];
     if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
     static_assert(detail::keys_per_place_kind < no_entry);
+    static_assert(kernel_key::ordinal_count == max_place_kinds * detail::keys_per_place_kind);
     auto sub = std::make_unique<subtable>();
     const place where(kind, 0);
     for (std::size_t d = 0; d < data_type_count; ++d)
@@ -177,7 +178,7 @@ class operator_info {
             const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
             return i == selection_rules::none ? no_entry : std::uint16_t(i);
           };
-          (*sub)[key.ordinal() % detail::keys_per_place_kind] = {index(fallback_policy::none),
+          (*sub)[key.ordinal_in_kind()] = {index(fallback_policy::none),
                                                                  index(fallback_policy::cpu)};
         }
     slot.store(sub.get(), std::memory_order_release);
@@ -352,11 +353,11 @@ inline const Tensor* tensor_of(const Variable& v) {
 // a LoDTensorArray; nothing for an empty variable or tensor.
 inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
   if (v == nullptr) return;
-  if (v->is<LoDTensorArray>()) {
+  if (const Tensor* t = tensor_of(*v)) {
+    if (t->initialized()) out.push_back({slot, key_of(*t)});
+  } else if (v->is<LoDTensorArray>()) {
     for (const LoDTensor& t : v->get<LoDTensorArray>())
       if (t.initialized()) out.push_back({slot, key_of(t)});
-  } else if (const Tensor* t = tensor_of(*v); t != nullptr && t->initialized()) {
-    out.push_back({slot, key_of(*t)});
   }
 }
 inline void append_input_states(const Tensor* t, std::uint32_t slot, std::vector<input_state>& out) {
@@ -408,16 +409,23 @@ struct kernel_choice {
   bool fell_back;
 };
 
-// Rule 2 of kernel_choice.hpp on the runtime path, through the operator's table, under the
-// global policy when one is set, else the operator's. A fallback is counted and reported;
-// no kernel is an exception naming the operator, the key and what is registered.
-inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected) {
-  auto& registry = operator_registry::instance();
-  const operator_info::match m = op.lookup(expected, registry.effective_fallback(op));
-  if (m.index == selection_rules::none) detail::no_kernel_for(op, expected);
+namespace detail {
+// Rule 2 of kernel_choice.hpp through the operator's table, under the global policy when
+// one is set, else the operator's; entry null when there is none. Counts nothing.
+inline kernel_choice lookup_kernel(const operator_info& op, const kernel_key& expected) {
+  const operator_info::match m = op.lookup(expected, operator_registry::instance().effective_fallback(op));
+  if (m.index == selection_rules::none) return {expected, nullptr, expected, false};
   const kernel_entry& entry = op.kernels()[m.index];
-  const kernel_choice choice{expected, &entry, on_device(entry.key, expected.place()), m.fell_back};
-  if (m.fell_back) registry.note_fallback({op.name(), expected, choice.chosen});
+  return {expected, &entry, on_device(entry.key, expected.place()), m.fell_back};
+}
+}  // namespace detail
+
+// Rule 2 of kernel_choice.hpp on the runtime path. A fallback is counted and reported; no
+// kernel is an exception naming the operator, the key and what is registered.
+inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected) {
+  const kernel_choice choice = detail::lookup_kernel(op, expected);
+  if (choice.entry == nullptr) detail::no_kernel_for(op, expected);
+  if (choice.fell_back) operator_registry::instance().note_fallback({op.name(), expected, choice.chosen});
   return choice;
 }
 
@@ -433,13 +441,12 @@ inline std::string explain(const operator_info& op, const place& executor_place,
                            const attribute_map& attrs = detail::empty_attributes) {
   const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
-  const operator_info::match m =
-      op.lookup(expected, operator_registry::instance().effective_fallback(op));
-  if (m.index == selection_rules::none)
+  const kernel_choice choice = detail::lookup_kernel(op, expected);
+  if (choice.entry == nullptr)
     return out + "  kernel:   none (no kernel for " + expected.to_string() + "; registered: " +
            op.registered_keys() + ")\n";
-  const kernel_key chosen = on_device(op.kernels()[m.index].key, expected.place());
-  out += "  kernel:   " + chosen.to_string() + (m.fell_back ? " (fallback)" : "") + "\n";
+  const kernel_key chosen = choice.chosen;
+  out += "  kernel:   " + chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
       const Tensor* t = inputs[s][i];
@@ -471,24 +478,25 @@ inline void transform_variable(const Variable& source, const kernel_key& target,
                 ", which fluidk cannot transform");
 }
 
-// Rule 3 of kernel_choice.hpp for an input variable of slot `slot`: the key its content is
-// transformed to, when it must be (nothing when the kernel reads it as it is). For a
-// LoDTensorArray, the target of its first element that must move.
+// Rule 3 of kernel_choice.hpp for an input variable of slot `slot` whose dense tensor is
+// `t` (tensor_of(v)): the key its content is transformed to, when it must be (nothing when
+// the kernel reads it as it is). For a LoDTensorArray, the target of its first element that
+// must move.
 inline std::optional<kernel_key> input_transform_target(const selection_rules& rules, std::size_t slot,
-                                                        const Variable& v, const kernel_key& kernel) {
+                                                        const Variable& v, const Tensor* t,
+                                                        const kernel_key& kernel) {
   if (rules.exempt(slot)) return std::nullopt;
-  auto target_of = [&](const Tensor& t) -> std::optional<kernel_key> {
-    if (!t.initialized()) return std::nullopt;
-    const kernel_key target = input_target_key(rules, slot, key_of(t), kernel);
-    return needs_transform(key_of(t), target) ? std::optional<kernel_key>(target) : std::nullopt;
+  auto target_of = [&](const Tensor& tensor) -> std::optional<kernel_key> {
+    if (!tensor.initialized()) return std::nullopt;
+    const kernel_key from = key_of(tensor);
+    const kernel_key target = input_target_key(rules, slot, from, kernel);
+    return needs_transform(from, target) ? std::optional<kernel_key>(target) : std::nullopt;
   };
-  if (v.is<LoDTensorArray>()) {
-    for (const LoDTensor& t : v.get<LoDTensorArray>())
-      if (auto target = target_of(t)) return target;
-    return std::nullopt;
-  }
-  const Tensor* t = tensor_of(v);
-  return t != nullptr ? target_of(*t) : std::nullopt;
+  if (t != nullptr) return target_of(*t);
+  if (v.is<LoDTensorArray>())
+    for (const LoDTensor& element : v.get<LoDTensorArray>())
+      if (auto target = target_of(element)) return target;
+  return std::nullopt;
 }
 
 // The input as the kernel needs it, written into `into` (the source is never changed):
@@ -549,7 +557,7 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
   for (std::size_t s = 0; s < inputs.size(); ++s) {
     for (Variable* v : inputs[s]) {
       if (v != nullptr)
-        if (const auto target = input_transform_target(op.rules(), s, *v, choice.chosen)) {
+        if (const auto target = input_transform_target(op.rules(), s, *v, tensor_of(*v), choice.chosen)) {
           temporaries.push_back(std::make_unique<Variable>(v->name()));
           preparing_input(op, s, *v, choice.chosen, [&] {
             transform_input(op.rules(), s, *v, *target, choice.chosen, *temporaries.back());

@@ -89,17 +89,10 @@ output_pack<T...> outputs(T&... t) noexcept {
 
 namespace detail {
 
-template <class In>
-struct input_traits {
-  using place_t = typename In::place_t;
-  using dtype_t = typename In::dtype_t;
-  using layout_t = typename In::layout_t;
-};
-
+// The key of a typed input's data (on device 0: the device is known only at run time).
 template <class In>
 constexpr kernel_key static_input_key() noexcept {
-  using t = input_traits<In>;
-  return kernel_type<typename t::place_t, typename t::dtype_t, typename t::layout_t>::key();
+  return kernel_type<typename In::place_t, typename In::dtype_t, typename In::layout_t>::key();
 }
 
 // The inputs of a static call as the rules see them: one input_state per input given, in
@@ -153,14 +146,25 @@ struct chosen_type<Op, selection_rules::none> {
   using type = void;
 };
 
-// The place an operator runs on: its `run_on` when it declares one, else the caller's.
-template <class Op, class Default>
-struct run_on_of {
-  using type = Default;
+// The place tag among Candidates whose kind id is Id (the rule chose the place; this only
+// names its type).
+template <place_kind_id Id, class... Candidates>
+struct place_type_of;
+template <place_kind_id Id, class P, class... Rest>
+struct place_type_of<Id, P, Rest...> {
+  using type = typename std::conditional_t<P::id == Id, std::type_identity<P>, place_type_of<Id, Rest...>>::type;
 };
-template <class Op, class Default>
+template <place_kind_id Id>
+struct place_type_of<Id> {
+  using type = void;
+};
+template <class Op>
+struct run_on_type {
+  using type = cpu;
+};
+template <class Op>
 requires requires { typename Op::run_on; }
-struct run_on_of<Op, Default> {
+struct run_on_type<Op> {
   using type = typename Op::run_on;
 };
 
@@ -312,6 +316,9 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "fluidk: run<Op>: give one input per input slot of the operator");
   static_assert(sizeof...(Out) == Op::outputs.size(),
                 "fluidk: run<Op>: give one output per output slot of the operator");
+  static_assert(std::is_void_v<Dt> || rules_of<Op>.data_type_from_attribute,
+                "fluidk: run<Op, DataType>: only an operator that takes its data type from an attribute "
+                "(data_type_attribute) is given one; the inputs decide the others'");
   constexpr selection chosen = static_selection<Op, Target, Dt, In...>;
   constexpr selection_status status = chosen.status();
   static_assert(status != selection_status::inputs_disagree,
@@ -324,7 +331,8 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "fluidk: no input given decides this operator's data type (the deciding input is left out, "
                 "or every input is exempt)");
   if constexpr (status == selection_status::no_kernel) {
-    using where = typename detail::run_on_of<Op, typename Target::place_t>::type;
+    using where = typename detail::place_type_of<chosen.expected.key.place().kind_id(), typename Target::place_t,
+                                                 typename detail::run_on_type<Op>::type>::type;
     (void)sizeof(detail::no_kernel<Op,
                                    kernel_type<where, type_of<chosen.expected.key.dtype()>,
                                                detail::layout_tag<chosen.expected.key.layout()>,

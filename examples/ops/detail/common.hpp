@@ -62,20 +62,22 @@ inline std::int64_t int_attr(const execution_context& ctx, std::string_view name
        "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not int or int64");
 }
 
+// A list attribute of integers stored as ints or int64s, as int64s (an attribute of any
+// other kind is an error naming it).
+inline std::vector<std::int64_t> int_list(const execution_context& ctx, std::string_view name,
+                                          const attribute& a) {
+  if (const auto* v = std::get_if<std::vector<std::int32_t>>(&a)) return {v->begin(), v->end()};
+  if (const auto* w = std::get_if<std::vector<std::int64_t>>(&a)) return *w;
+  fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(a)) + ", not ints or int64s");
+}
+
 // A list attribute of exactly N integers stored as ints or int64s, or `fallback` when absent.
 template <std::size_t N>
 std::array<std::int64_t, N> ints_attr(const execution_context& ctx, std::string_view name,
                                       std::array<std::int64_t, N> fallback) {
   const attribute* a = ctx.attributes().find(name);
   if (a == nullptr) return fallback;
-  std::vector<std::int64_t> values;
-  if (const auto* v = std::get_if<std::vector<std::int32_t>>(a))
-    values.assign(v->begin(), v->end());
-  else if (const auto* w = std::get_if<std::vector<std::int64_t>>(a))
-    values = *w;
-  else
-    fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) +
-                  ", not ints or int64s");
+  const std::vector<std::int64_t> values = int_list(ctx, name, *a);
   if (values.size() != N)
     fail(ctx, "attribute '" + std::string(name) + "' needs " + std::to_string(N) + " values, but has " +
                   std::to_string(values.size()));
@@ -87,16 +89,8 @@ std::array<std::int64_t, N> ints_attr(const execution_context& ctx, std::string_
 // A shape attribute: a list of non-negative ints or int64s (required).
 inline dims shape_attr(const execution_context& ctx, std::string_view name) {
   const attribute* a = ctx.attributes().find(name);
-  std::vector<std::int64_t> values;
-  if (a == nullptr)
-    fail(ctx, "needs attribute '" + std::string(name) + "' (a list of non-negative extents)");
-  if (const auto* v = std::get_if<std::vector<std::int32_t>>(a))
-    values.assign(v->begin(), v->end());
-  else if (const auto* w = std::get_if<std::vector<std::int64_t>>(a))
-    values = *w;
-  else
-    fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) +
-                  ", not ints or int64s");
+  if (a == nullptr) fail(ctx, "needs attribute '" + std::string(name) + "' (a list of non-negative extents)");
+  const std::vector<std::int64_t> values = int_list(ctx, name, *a);
   for (std::int64_t extent : values)
     require(extent >= 0, ctx, "attribute '" + std::string(name) + "' has a negative extent");
   return dims(std::span<const std::int64_t>(values));
