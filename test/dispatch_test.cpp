@@ -283,7 +283,8 @@ TEST_CASE("the major data type: inputs agree, or the operator names the input th
   select_and_call(cross_entropy_info, expected);
   CHECK(last_kernel == "cross_entropy float");
   const std::vector<std::vector<const Tensor*>> none{{nullptr}, {nullptr}};
-  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, none), Catch::Contains("no input that decides the data type holds data"));
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, none),
+                    Catch::Contains("no input that decides the data type holds data"));
 }
 
 TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][inputs]") {
@@ -300,9 +301,8 @@ TEST_CASE("exempt inputs are never transformed; cast inputs are", "[dispatch][in
   CHECK(
       input_target_key(cross_entropy_info, 0, scope.get("logits").get<LoDTensor>(), choice.chosen).place() ==
       place::of<npu>(1));
-  CHECK(
-      input_target_key(cross_entropy_info, 1, scope.get("labels").get<LoDTensor>(), choice.chosen) ==
-      key_of(scope.get("labels").get<LoDTensor>()));
+  CHECK(input_target_key(cross_entropy_info, 1, scope.get("labels").get<LoDTensor>(), choice.chosen) ==
+        key_of(scope.get("labels").get<LoDTensor>()));
   CHECK(scope.get("logits").get<LoDTensor>().place() == cpu_place);  // the sources are untouched
 
   scope.var("x").set(LoDTensor(filled({4}, data_type::float32)));
@@ -500,7 +500,8 @@ TEST_CASE("the runtime table is filled on first use, concurrently, the same for 
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 100; ++i) {
-        const kernel_key expected = t % 2 ? kernel_type<npu, double>::key(1) : kernel_type<npu, float>::key(1);
+        const kernel_key expected =
+            t % 2 ? kernel_type<npu, double>::key(1) : kernel_type<npu, float>::key(1);
         const kernel_choice choice = choose_kernel(op, expected);
         const kernel_key want = t % 2 ? kernel_type<cpu, double>::key() : kernel_type<npu, float>::key(1);
         if (choice.chosen == want && choice.fell_back == (t % 2 == 1)) ++agree;

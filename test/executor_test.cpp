@@ -280,7 +280,8 @@ TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
   CHECK_THROWS_WITH(executor.run(bad_slot, scope),
                     Catch::Contains("operator 'double' has no input slot 'Input'"));
   const std::vector<op_invocation> empty{op("double", "nothing", "y")};
-  CHECK_THROWS_WITH(executor.run(empty, scope), Catch::Contains("operator 'double': no input that decides the data type holds data"));
+  CHECK_THROWS_WITH(executor.run(empty, scope),
+                    Catch::Contains("operator 'double': no input that decides the data type holds data"));
 }
 
 TEST_CASE("executors run concurrently on scopes that share read-only weights", "[executor][threads]") {

@@ -11,8 +11,8 @@
 
 namespace fluidk_test::property {
 
-inline constexpr std::size_t key_count = 24;           // 2 places x 2 types x 3 layouts x 2 libraries
-inline constexpr std::size_t declaration_count = 72;   // generated operator declarations
+inline constexpr std::size_t key_count = 24;          // 2 places x 2 types x 3 layouts x 2 libraries
+inline constexpr std::size_t declaration_count = 72;  // generated operator declarations
 inline constexpr std::size_t request_count = 12 * 3 * 2 * 2 * 3;  // X x Label x place x library x policy
 
 // The universe index of the kernel that ran last (each probe kernel writes its own).

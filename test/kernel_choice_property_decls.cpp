@@ -37,7 +37,6 @@ using libraries = mp_list<library::plain, library::onednn>;
 using dtypes = mp_list<float, double>;
 using universe_layouts = mp_list<layout::any, layout::nchw, layout::nChw8c>;
 
-
 template <std::size_t K>
 struct probe {
   using dtype = mp_at_c<dtypes, (K / 3) % 2>;
@@ -87,7 +86,8 @@ struct policy<true> {
 
 template <std::size_t D>
 struct declaration : deciding<D % 3>, policy<(D / 3) % 2 == 1> {
-  static constexpr std::array<char, 8> storage{'p', 'r', 'o', 'p', '_', char('0' + D / 10), char('0' + D % 10)};
+  static constexpr std::array<char, 8> storage{
+      'p', 'r', 'o', 'p', '_', char('0' + D / 10), char('0' + D % 10)};
   static constexpr std::string_view name{storage.data(), 7};
   static constexpr std::array<std::string_view, 2> inputs{"X", "Label"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
@@ -103,11 +103,13 @@ template <std::size_t R>
 struct request {
   static constexpr std::size_t x = R % 12, label = (R / 12) % 3, where = (R / 36) % 2, lib = (R / 72) % 2,
                                policy = R / 144;
-  using x_type = typed_tensor<mp_at_c<places, x / 6>, mp_at_c<dtypes, (x / 3) % 2>, mp_at_c<universe_layouts, x % 3>>;
-  using label_type = mp_at_c<mp_list<no_input_t, typed_tensor<cpu, float>, typed_tensor<cpu, std::int64_t>>, label>;
-  using fallback = mp_at_c<mp_list<operator_fallback, with_fallback<fallback_policy::none>,
-                                   with_fallback<fallback_policy::cpu>>,
-                           policy>;
+  using x_type =
+      typed_tensor<mp_at_c<places, x / 6>, mp_at_c<dtypes, (x / 3) % 2>, mp_at_c<universe_layouts, x % 3>>;
+  using label_type =
+      mp_at_c<mp_list<no_input_t, typed_tensor<cpu, float>, typed_tensor<cpu, std::int64_t>>, label>;
+  using fallback = mp_at_c<
+      mp_list<operator_fallback, with_fallback<fallback_policy::none>, with_fallback<fallback_policy::cpu>>,
+      policy>;
   using target_type = target<mp_at_c<places, where>, mp_at_c<libraries, lib>, fallback>;
 };
 
@@ -117,7 +119,9 @@ constexpr std::size_t outcome_of(const selection& s, std::span<const kernel_key>
   const kernel_key& k = keys[s.index];
   return (k.place().kind_id() == npu::id ? 12 : 0) + (k.library() == library_type::onednn ? 6 : 0) +
          (k.dtype() == data_type::float64 ? 3 : 0) +
-         (k.layout() == data_layout::any ? 0 : k.layout() == data_layout::nchw ? 1 : 2);
+         (k.layout() == data_layout::any    ? 0
+          : k.layout() == data_layout::nchw ? 1
+                                            : 2);
 }
 
 // The static path's view of request R, from its types: the same input_state array and
@@ -154,8 +158,8 @@ constexpr std::array<std::size_t, request_count> static_outcomes() {
 template <class Op, std::size_t... R>
 constexpr bool static_selection_agrees(std::index_sequence<R...>) {
   constexpr auto outcomes = static_outcomes<Op>();
-  return ((outcome_of(static_selection<Op, typename request<R>::target_type, void, typename request<R>::x_type,
-                                       typename request<R>::label_type>,
+  return ((outcome_of(static_selection<Op, typename request<R>::target_type, void,
+                                       typename request<R>::x_type, typename request<R>::label_type>,
                       registered_keys<Op>) == outcomes[R]) &&
           ...);
 }

@@ -1,6 +1,8 @@
 // A property of kernel choice: the static path, the runtime call and the executor pick the
 // same kernel, or agree that there is none, for every operator declaration and request
 // (the declarations and their static picks: kernel_choice_property_decls.cpp).
+#include "kernel_choice_property.hpp"
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <fluidk/executor.hpp>
@@ -8,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "kernel_choice_property.hpp"
 #include "simulated_device.hpp"
 
 using namespace fluidk;
@@ -20,10 +21,14 @@ namespace {
 std::string describe(std::size_t outcome) {
   if (outcome < key_count) return "kernel " + std::to_string(outcome);
   switch (selection_status(outcome - key_count)) {
-    case selection_status::no_kernel: return "no kernel";
-    case selection_status::inputs_disagree: return "inputs disagree";
-    case selection_status::no_data_type: return "no data type";
-    default: return "?";
+    case selection_status::no_kernel:
+      return "no kernel";
+    case selection_status::inputs_disagree:
+      return "inputs disagree";
+    case selection_status::no_data_type:
+      return "no data type";
+    default:
+      return "?";
   }
 }
 
@@ -55,13 +60,10 @@ runtime_request runtime_request_of(std::size_t r) {
   const std::size_t x = r % 12;
   constexpr data_layout layouts[] = {data_layout::any, data_layout::nchw, data_layout::nChw8c};
   const place places_[] = {cpu_place, place::of<npu>(0)};
-  const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none, fallback_policy::cpu};
-  return {places_[x / 6],
-          places_[(r / 36) % 2],
-          (x / 3) % 2 ? data_type::float64 : data_type::float32,
-          layouts[x % 3],
-          int((r / 12) % 3),
-          (r / 72) % 2 ? library_type::onednn : library_type::plain,
+  const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none,
+                                                     fallback_policy::cpu};
+  return {places_[x / 6],   places_[(r / 36) % 2], (x / 3) % 2 ? data_type::float64 : data_type::float32,
+          layouts[x % 3],   int((r / 12) % 3),     (r / 72) % 2 ? library_type::onednn : library_type::plain,
           policies[r / 144]};
 }
 
@@ -83,8 +85,8 @@ void check_declaration(const operator_info& info, std::span<const std::size_t> s
     const runtime_request q = runtime_request_of(r);
     scope.var("x").set(LoDTensor(make(q.x_dtype, q.x_layout, q.x_place)));
     if (q.label != 0)
-      scope.var("label").set(LoDTensor(make(q.label == 1 ? data_type::float32 : data_type::int64,
-                                            data_layout::any, cpu_place)));
+      scope.var("label").set(
+          LoDTensor(make(q.label == 1 ? data_type::float32 : data_type::int64, data_layout::any, cpu_place)));
     registry.set_global_fallback(q.policy);
     attribute_map attrs;
     if (q.lib == library_type::onednn) attrs.set("use_onednn", true);
@@ -102,14 +104,13 @@ void check_declaration(const operator_info& info, std::span<const std::size_t> s
 
     if (by_call != statics[r] || by_executor != statics[r]) {
       INFO(info.name() << " request " << r << ": static " << describe(statics[r]) << ", runtime "
-                    << describe(by_call) << ", executor " << describe(by_executor));
+                       << describe(by_call) << ", executor " << describe(by_executor));
       CHECK(false);
     }
     if (q.label != 0) scope.erase("label");
     ++checked;
   }
 }
-
 
 }  // namespace
 
@@ -124,4 +125,3 @@ TEST_CASE("the static path, the runtime call and the executor choose the same ke
   WARN(declaration_count << " declarations x " << request_count << " requests = " << checked
                          << " choices compared");
 }
-

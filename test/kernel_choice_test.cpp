@@ -2,11 +2,11 @@
 // used to disagree or go wrong: the static path, the runtime call (run_operator) and the
 // executor pick the same kernel and prepare inputs the same way.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
 #include <fluidk/executor.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -182,7 +182,8 @@ TEST_CASE("1. kernels for {ANY, nChw8c} and an nChw8c input: every path runs the
 TEST_CASE("2. an exempt input does not decide the data type, statically or at run time", "[kernel_choice]") {
   using x_t = typed_tensor<cpu, double>;
   using label_t = typed_tensor<cpu, std::int64_t>;
-  static_assert(std::is_same_v<static_kernel_type<with_labels, target<cpu>, x_t, label_t>, kernel_type<cpu, double>>);
+  static_assert(
+      std::is_same_v<static_kernel_type<with_labels, target<cpu>, x_t, label_t>, kernel_type<cpu, double>>);
   x_t x({3});
   label_t label({3});
   Tensor y;
@@ -191,7 +192,8 @@ TEST_CASE("2. an exempt input does not decide the data type, statically or at ru
   Scope scope;
   scope.var("x").set(LoDTensor(x.tensor()));
   scope.var("label").set(LoDTensor(label.tensor()));
-  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("label")}}, out{{&scope.var("out")}};
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("label")}},
+      out{{&scope.var("out")}};
   CHECK(run_operator(with_labels_info, cpu_place, in, out).chosen == kernel_type<cpu, double>::key());
   CHECK(last.inputs.at(1).dtype() == data_type::int64);  // and it is not cast
 }
@@ -210,9 +212,10 @@ TEST_CASE("3. an operator without tensor inputs takes its data type from its att
   const std::vector<std::vector<Variable*>> none{}, out{{&scope.var("out")}};
   CHECK(run_operator(filler_info, cpu_place, none, out, {{"dtype", std::string("float64")}}).chosen ==
         kernel_type<cpu, double>::key());
-  CHECK_THROWS_WITH(run_operator(filler_info, cpu_place, none, out),
-                    Catch::Contains("operator 'kc_filler' takes its data type from attribute 'dtype', which is "
-                                    "not set"));
+  CHECK_THROWS_WITH(
+      run_operator(filler_info, cpu_place, none, out),
+      Catch::Contains("operator 'kc_filler' takes its data type from attribute 'dtype', which is "
+                      "not set"));
   CHECK_THROWS_WITH(run_operator(filler_info, cpu_place, none, out, {{"dtype", std::string("float99")}}),
                     Catch::Contains("operator 'kc_filler' attribute 'dtype'"));
   // A program can start from it.
@@ -288,12 +291,14 @@ TEST_CASE("7. one variable in two slots that need different transforms: each slo
   Executor executor(place::of<npu>(0));
   run_in_executor(executor, scope, "kc_keeps_second", {{"X", {"v"}}, {"Y", {"v"}}});
   REQUIRE(last.inputs.size() == 2);
-  CHECK(last.inputs[0] == kernel_key(place::of<npu>(0), data_type::float32, data_layout::nchw, library_type::plain));
+  CHECK(last.inputs[0] ==
+        kernel_key(place::of<npu>(0), data_type::float32, data_layout::nchw, library_type::plain));
   CHECK(last.inputs[1] ==
         kernel_key(place::of<npu>(0), data_type::float32, data_layout::nChw8c, library_type::plain));
   CHECK(scope.kid_count() == 0);
   // The same on the runtime call.
-  const std::vector<std::vector<Variable*>> in{{&scope.get("v")}, {&scope.get("v")}}, out{{&scope.var("out")}};
+  const std::vector<std::vector<Variable*>> in{{&scope.get("v")}, {&scope.get("v")}},
+      out{{&scope.var("out")}};
   run_operator(keeps_second_info, place::of<npu>(0), in, out);
   CHECK(last.inputs[0].layout() == data_layout::nchw);
   CHECK(last.inputs[1].layout() == data_layout::nChw8c);
@@ -359,7 +364,8 @@ TEST_CASE("11. a failing transform leaves no child scope and names the operator,
                                     "data_layout[nChw8c]; place[Place(cpu)]; library_type[PLAIN]}: "));
   CHECK(scope.kid_count() == 0);
   CHECK(scope.get("y").get<LoDTensor>().dims() == dims{3, 5});  // the input is untouched
-  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("y")}}, out{{&scope.var("out")}};
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {&scope.get("y")}},
+      out{{&scope.var("out")}};
   CHECK_THROWS_WITH(run_operator(blocked_only_info, cpu_place, in, out),
                     Catch::Contains("operator 'kc_blocked_only' input Y ('y') for kernel"));
 }
@@ -380,9 +386,9 @@ struct doc_conv {
   static constexpr std::array<std::string_view, 1> inputs{"X"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   static constexpr fallback_policy fallback = fallback_policy::cpu;
-  static constexpr auto kernels =
-      make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
-                   kernels_on<cpu, library::onednn>(conv_onednn<float>{}), kernels_on<npu>(conv_plain<float>{}));
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(conv_plain<float>{}, conv_plain<double>{}),
+                                               kernels_on<cpu, library::onednn>(conv_onednn<float>{}),
+                                               kernels_on<npu>(conv_plain<float>{}));
 };
 
 std::vector<std::string> cells(const std::string& row) {
@@ -404,7 +410,8 @@ kernel_key key_from_words(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the executor", "[kernel_choice][docs]") {
+TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the executor",
+          "[kernel_choice][docs]") {
   const char* docs = std::getenv("FLUIDK_DOCS");
   REQUIRE(docs != nullptr);
   std::ifstream page(std::string(docs) + "/dispatch.md");

@@ -941,10 +941,12 @@ TEMPLATE_TEST_CASE("fill_constant: the dtype attribute decides the kernel; every
 TEST_CASE("fill_constant and uniform_random: a missing or bad attribute names the operator",
           "[ops][fill_constant][uniform_random]") {
   Scope scope;
-  CHECK_THROWS_WITH(run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}}, {{"shape", std::vector<std::int32_t>{2}}}),
-                    Catch::Contains("operator 'fill_constant' takes its data type from attribute 'dtype'"));
-  CHECK_THROWS_WITH(run_rt(scope, "uniform_random", {}, {{"Out", {"out"}}}, {{"dtype", std::string("float32")}}),
-                    Catch::Contains("operator 'uniform_random': needs attribute 'shape'"));
+  CHECK_THROWS_WITH(
+      run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}}, {{"shape", std::vector<std::int32_t>{2}}}),
+      Catch::Contains("operator 'fill_constant' takes its data type from attribute 'dtype'"));
+  CHECK_THROWS_WITH(
+      run_rt(scope, "uniform_random", {}, {{"Out", {"out"}}}, {{"dtype", std::string("float32")}}),
+      Catch::Contains("operator 'uniform_random': needs attribute 'shape'"));
   CHECK_THROWS_WITH(run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}},
                            {{"dtype", std::string("float32")}, {"shape", std::vector<std::int32_t>{2, -1}}}),
                     Catch::Contains("operator 'fill_constant': attribute 'shape' has a negative extent"));
@@ -975,7 +977,7 @@ TEMPLATE_TEST_CASE("uniform_random: in [min, max), a function of (seed, index), 
     sum += double(v);
     ++buckets[std::size_t((double(v) + 2.0) / 0.5)];
   }
-  CHECK(std::abs(sum / double(a.size()) - 0.5) < 0.05);  // mean 0.5, sd of the mean 0.0144
+  CHECK(std::abs(sum / double(a.size()) - 0.5) < 0.05);   // mean 0.5, sd of the mean 0.0144
   for (int n : buckets) CHECK(std::abs(n - 1000) < 150);  // 1000 each, sd about 30
   // Element i depends on (seed, i) only: a smaller draw is a prefix of a larger one.
   run_rt(scope, "uniform_random", {}, {{"Out", {"small"}}},

@@ -140,9 +140,10 @@ TEST_CASE("ordinals are dense, unique and invert", "[vocabulary][ordinal]") {
   CHECK_THROWS_WITH(kernel_key::from_ordinal(kernel_key::ordinal_count), Catch::Contains("out of range"));
 }
 
-TEST_CASE("keys are regular: equality, order and hashing compare every field, the device id too; "
-          "same_kernel() ignores it",
-          "[vocabulary][hash]") {
+TEST_CASE(
+    "keys are regular: equality, order and hashing compare every field, the device id too; "
+    "same_kernel() ignores it",
+    "[vocabulary][hash]") {
   const kernel_key on0 = kernel_type<test_device, float, layout::nchw>::key(0);
   const kernel_key on1 = kernel_type<test_device, float, layout::nchw>::key(1);
   CHECK(on0 != on1);
@@ -150,7 +151,8 @@ TEST_CASE("keys are regular: equality, order and hashing compare every field, th
   CHECK(std::hash<kernel_key>{}(on0) != std::hash<kernel_key>{}(on1));
   CHECK(same_kernel(on0, on1));
   CHECK(on1 == kernel_type<test_device, float, layout::nchw>::key(1));
-  CHECK(std::hash<kernel_key>{}(on1) == std::hash<kernel_key>{}(kernel_type<test_device, float, layout::nchw>::key(1)));
+  CHECK(std::hash<kernel_key>{}(on1) ==
+        std::hash<kernel_key>{}(kernel_type<test_device, float, layout::nchw>::key(1)));
   CHECK(on0.place() != on1.place());
   CHECK(on0.place().same_kind(on1.place()));
   CHECK(on0 != on0.with_dtype(data_type::float64));

@@ -51,7 +51,8 @@ struct fill_constant_opencl {
   }
 };
 namespace detail {
-inline constexpr auto fill_constant_opencl_kernels = fluidk::kernels_on<opencl>(fill_constant_opencl<float>{});
+inline constexpr auto fill_constant_opencl_kernels =
+    fluidk::kernels_on<opencl>(fill_constant_opencl<float>{});
 }
 #else
 namespace detail {

@@ -61,7 +61,8 @@ struct uniform_random_opencl {
   }
 };
 namespace detail {
-inline constexpr auto uniform_random_opencl_kernels = fluidk::kernels_on<opencl>(uniform_random_opencl<float>{});
+inline constexpr auto uniform_random_opencl_kernels =
+    fluidk::kernels_on<opencl>(uniform_random_opencl<float>{});
 }
 #else
 namespace detail {
@@ -75,10 +76,11 @@ struct uniform_random_cuda {
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
-    detail::cuda_require(cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(),
-                                                 detail::seed_attr(ctx), T(detail::number_attr(ctx, "min", -1.0)),
-                                                 T(detail::number_attr(ctx, "max", 1.0))),
-                         ctx, "the uniform_random kernel");
+    detail::cuda_require(
+        cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(),
+                                detail::seed_attr(ctx), T(detail::number_attr(ctx, "min", -1.0)),
+                                T(detail::number_attr(ctx, "max", 1.0))),
+        ctx, "the uniform_random kernel");
     detail::set_output(ctx, "Out", std::move(out));
   }
 };

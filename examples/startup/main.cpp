@@ -89,7 +89,7 @@ int main() {
                 << " on the CPU\n";
       return 1;
     }
-  std::cout << "the accelerator's output matches the CPU's (" << cpu_out.size() << " elements, out[0] = "
-            << cpu_out[0] << ")\n";
+  std::cout << "the accelerator's output matches the CPU's (" << cpu_out.size()
+            << " elements, out[0] = " << cpu_out[0] << ")\n";
   return 0;
 }

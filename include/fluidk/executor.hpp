@@ -162,11 +162,11 @@ class Executor {
       std::vector<Variable*> inputs, outputs;
       std::vector<std::uint32_t> input_offsets, output_offsets;
       attribute_map attrs;
-      selection_request request;  // what the attributes ask for, read once
+      selection_request request;     // what the attributes ask for, read once
       std::vector<kernel_arg> args;  // reused across runs
       std::vector<input_state> states;
       std::vector<const Tensor*> tensors;  // tensor_of each input, this run
-      struct local {  // this run's transfer-scope variables
+      struct local {                       // this run's transfer-scope variables
         const Variable* source;
         kernel_key target;
         Variable* variable;

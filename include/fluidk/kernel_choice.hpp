@@ -61,11 +61,11 @@ struct input_state {
 
 // What a call asks for, besides its inputs.
 struct selection_request {
-  place executor_place{};                    // where the executor (or static target) runs
-  std::optional<place> forced_place;         // op_device
+  place executor_place{};                      // where the executor (or static target) runs
+  std::optional<place> forced_place;           // op_device
   library_type library = library_type::plain;  // use_onednn, use_cudnn, or the target's library
-  std::optional<data_type> attribute_dtype;  // the data-type attribute's value, when given
-  std::optional<fallback_policy> policy;     // replaces the operator's own policy when set
+  std::optional<data_type> attribute_dtype;    // the data-type attribute's value, when given
+  std::optional<fallback_policy> policy;       // replaces the operator's own policy when set
 };
 
 enum class selection_status : std::uint8_t {
@@ -154,7 +154,8 @@ constexpr std::size_t match_kernel(std::span<const kernel_key> keys, const kerne
   std::size_t any = selection_rules::none, other = selection_rules::none;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const kernel_key& k = keys[i];
-    if (!k.place().same_kind(wanted.place()) || k.dtype() != wanted.dtype() || k.library() != wanted.library())
+    if (!k.place().same_kind(wanted.place()) || k.dtype() != wanted.dtype() ||
+        k.library() != wanted.library())
       continue;
     if (k.layout() == wanted.layout()) return i;
     if (k.layout() == data_layout::any) {

@@ -17,9 +17,9 @@
 #include <boost/mp11/bind.hpp>
 #include <boost/mp11/list.hpp>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <cstddef>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -332,7 +332,8 @@ inline std::optional<data_type> attribute_data_type(const attribute_map& attrs, 
   try {
     return parse_data_type(text);
   } catch (const parse_error& e) {
-    throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) + "': " + e.what());
+    throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) +
+                      "': " + e.what());
   }
 }
 

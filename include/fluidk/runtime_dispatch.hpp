@@ -135,8 +135,7 @@ class operator_info {
     if (sub == nullptr) sub = &build_table(expected.place().kind());
     const table_entry& e = (*sub)[expected.ordinal_in_kind()];
     const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
-    return {i == no_entry ? selection_rules::none : std::size_t(i),
-            e.strict == no_entry && i != no_entry};
+    return {i == no_entry ? selection_rules::none : std::size_t(i), e.strict == no_entry && i != no_entry};
   }
 
   std::string registered_keys() const {
@@ -178,8 +177,7 @@ class operator_info {
             const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
             return i == selection_rules::none ? no_entry : std::uint16_t(i);
           };
-          (*sub)[key.ordinal_in_kind()] = {index(fallback_policy::none),
-                                                                 index(fallback_policy::cpu)};
+          (*sub)[key.ordinal_in_kind()] = {index(fallback_policy::none), index(fallback_policy::cpu)};
         }
     slot.store(sub.get(), std::memory_order_release);
     return *sub.release();
@@ -443,8 +441,8 @@ inline std::string explain(const operator_info& op, const place& executor_place,
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
   const kernel_choice choice = detail::lookup_kernel(op, expected);
   if (choice.entry == nullptr)
-    return out + "  kernel:   none (no kernel for " + expected.to_string() + "; registered: " +
-           op.registered_keys() + ")\n";
+    return out + "  kernel:   none (no kernel for " + expected.to_string() +
+           "; registered: " + op.registered_keys() + ")\n";
   const kernel_key chosen = choice.chosen;
   out += "  kernel:   " + chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
   for (std::size_t s = 0; s < inputs.size(); ++s)

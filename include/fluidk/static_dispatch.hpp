@@ -152,7 +152,8 @@ template <place_kind_id Id, class... Candidates>
 struct place_type_of;
 template <place_kind_id Id, class P, class... Rest>
 struct place_type_of<Id, P, Rest...> {
-  using type = typename std::conditional_t<P::id == Id, std::type_identity<P>, place_type_of<Id, Rest...>>::type;
+  using type =
+      typename std::conditional_t<P::id == Id, std::type_identity<P>, place_type_of<Id, Rest...>>::type;
 };
 template <place_kind_id Id>
 struct place_type_of<Id> {
@@ -289,7 +290,8 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
                                                                        std::string_view attribute,
                                                                        data_type given, data_type called) {
   throw error("operator '" + std::string(op) + "': attribute '" + std::string(attribute) + "' says " +
-              std::string(name_of(given)) + " but the static call runs it in " + std::string(name_of(called)));
+              std::string(name_of(given)) + " but the static call runs it in " +
+              std::string(name_of(called)));
 }
 
 }  // namespace detail
@@ -321,9 +323,10 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "(data_type_attribute) is given one; the inputs decide the others'");
   constexpr selection chosen = static_selection<Op, Target, Dt, In...>;
   constexpr selection_status status = chosen.status();
-  static_assert(status != selection_status::inputs_disagree,
-                "fluidk: the inputs of this operator disagree on the data type; name the input that decides "
-                "with `static constexpr std::string_view data_type_input = ...;` (see the input types above)");
+  static_assert(
+      status != selection_status::inputs_disagree,
+      "fluidk: the inputs of this operator disagree on the data type; name the input that decides "
+      "with `static constexpr std::string_view data_type_input = ...;` (see the input types above)");
   static_assert(status != selection_status::no_data_type || !rules_of<Op>.data_type_from_attribute,
                 "fluidk: this operator takes its data type from an attribute (data_type_attribute): give it "
                 "as run<Op, DataType>(...)");
@@ -331,13 +334,14 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                 "fluidk: no input given decides this operator's data type (the deciding input is left out, "
                 "or every input is exempt)");
   if constexpr (status == selection_status::no_kernel) {
-    using where = typename detail::place_type_of<chosen.expected.key.place().kind_id(), typename Target::place_t,
-                                                 typename detail::run_on_type<Op>::type>::type;
-    (void)sizeof(detail::no_kernel<Op,
-                                   kernel_type<where, type_of<chosen.expected.key.dtype()>,
-                                               detail::layout_tag<chosen.expected.key.layout()>,
-                                               typename Target::library_t>,
-                                   kernel_keys_of<Op>>);
+    using where =
+        typename detail::place_type_of<chosen.expected.key.place().kind_id(), typename Target::place_t,
+                                       typename detail::run_on_type<Op>::type>::type;
+    (void)sizeof(detail::no_kernel<
+                 Op,
+                 kernel_type<where, type_of<chosen.expected.key.dtype()>,
+                             detail::layout_tag<chosen.expected.key.layout()>, typename Target::library_t>,
+                 kernel_keys_of<Op>>);
   } else if constexpr (status == selection_status::chosen) {
     using key = typename detail::chosen_type<Op, chosen.index>::type;
     if constexpr (!std::is_void_v<Dt>) {

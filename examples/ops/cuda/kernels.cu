@@ -188,7 +188,7 @@ cudaError_t softmax_with_cross_entropy(cudaStream_t stream, const T* logits, con
 #define FLUIDK_OPS_CUDA_INSTANTIATE(T)                                                                      \
   template cudaError_t relu<T>(cudaStream_t, const T*, T*, std::int64_t);                                   \
   template cudaError_t fill<T>(cudaStream_t, T*, std::int64_t, T);                                          \
-  template cudaError_t uniform<T>(cudaStream_t, T*, std::int64_t, std::uint64_t, T, T);                    \
+  template cudaError_t uniform<T>(cudaStream_t, T*, std::int64_t, std::uint64_t, T, T);                     \
   template cudaError_t add<T>(cudaStream_t, const T*, const T*, T*, std::int64_t, std::int64_t,             \
                               std::int64_t);                                                                \
   template cudaError_t fill_rows<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t);                \

@@ -68,7 +68,8 @@ inline std::vector<std::int64_t> int_list(const execution_context& ctx, std::str
                                           const attribute& a) {
   if (const auto* v = std::get_if<std::vector<std::int32_t>>(&a)) return {v->begin(), v->end()};
   if (const auto* w = std::get_if<std::vector<std::int64_t>>(&a)) return *w;
-  fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(a)) + ", not ints or int64s");
+  fail(ctx,
+       "attribute '" + std::string(name) + "' holds " + std::string(kind_name(a)) + ", not ints or int64s");
 }
 
 // A list attribute of exactly N integers stored as ints or int64s, or `fallback` when absent.

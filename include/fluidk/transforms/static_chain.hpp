@@ -184,7 +184,7 @@ namespace detail {
 template <class Step, class FinalPlace>
 Tensor allocate_step_output(const Tensor& src, int final_device) {
   using to = typename Step::to_type;
-  const int device = Step::kind != planning::step_kind::copy           ? src.place().device()
+  const int device = Step::kind != planning::step_kind::copy            ? src.place().device()
                      : std::is_same_v<typename to::place_t, FinalPlace> ? final_device
                                                                         : 0;
   return Tensor(src.dims(), data_type_of<typename to::dtype_t>, place::of<typename to::place_t>(device),
