@@ -13,6 +13,7 @@
 // select_kernel over rules_of<Op>, the inputs' and the target's types turned into values),
 // checked against static_selection itself request by request for three declarations; the
 // runtime picks are the kernels that actually ran.
+#include <array>
 #include <boost/mp11/algorithm.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -158,10 +159,11 @@ constexpr std::array<std::size_t, request_count> static_outcomes() {
 template <class Op, std::size_t... R>
 constexpr bool static_selection_agrees(std::index_sequence<R...>) {
   constexpr auto outcomes = static_outcomes<Op>();
-  return ((outcome_of(static_selection<Op, typename request<R>::target_type, void,
-                                       typename request<R>::x_type, typename request<R>::label_type>,
-                      registered_keys<Op>) == outcomes[R]) &&
-          ...);
+  constexpr std::array<std::size_t, request_count> by_query{
+      outcome_of(static_selection<Op, typename request<R>::target_type, void, typename request<R>::x_type,
+                                  typename request<R>::label_type>,
+                 registered_keys<Op>)...};
+  return by_query == outcomes;
 }
 static_assert(static_selection_agrees<declaration<0>>(std::make_index_sequence<request_count>{}));
 static_assert(static_selection_agrees<declaration<4>>(std::make_index_sequence<request_count>{}));
