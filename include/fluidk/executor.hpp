@@ -251,13 +251,8 @@ class Executor {
     o.states.clear();
     for (std::size_t s = 0; s < slots; ++s)
       for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
-        const Tensor* t = tensor_of(*o.inputs[i]);
-        o.tensors[i] = t;
-        if (t != nullptr) {
-          if (t->initialized()) o.states.push_back({std::uint32_t(s), key_of(*t)});
-        } else {
-          append_input_states(o.inputs[i], std::uint32_t(s), o.states);  // an array's elements
-        }
+        o.tensors[i] = tensor_of(*o.inputs[i]);
+        append_input_states(o.inputs[i], o.tensors[i], std::uint32_t(s), o.states);
       }
     // The rule is a function of the inputs' keys, the attributes (read at prepare) and the
     // fallback policy: while those are what they were on the last run, so is its result.

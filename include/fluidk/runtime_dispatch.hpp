@@ -347,16 +347,19 @@ inline const Tensor* tensor_of(const Variable& v) {
   return nullptr;
 }
 
-// Appends the inputs a variable holds as the rules see them: its tensor, or each element of
-// a LoDTensorArray; nothing for an empty variable or tensor.
-inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
-  if (v == nullptr) return;
-  if (const Tensor* t = tensor_of(*v)) {
+// Appends the inputs a variable holds as the rules see them: its tensor `t` (tensor_of(*v)),
+// or each element of a LoDTensorArray; nothing for an empty variable or tensor.
+inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
+                                std::vector<input_state>& out) {
+  if (t != nullptr) {
     if (t->initialized()) out.push_back({slot, key_of(*t)});
-  } else if (v->is<LoDTensorArray>()) {
-    for (const LoDTensor& t : v->get<LoDTensorArray>())
-      if (t.initialized()) out.push_back({slot, key_of(t)});
+  } else if (v != nullptr && v->is<LoDTensorArray>()) {
+    for (const LoDTensor& element : v->get<LoDTensorArray>())
+      if (element.initialized()) out.push_back({slot, key_of(element)});
   }
+}
+inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
+  append_input_states(v, v != nullptr ? tensor_of(*v) : nullptr, slot, out);
 }
 inline void append_input_states(const Tensor* t, std::uint32_t slot, std::vector<input_state>& out) {
   if (t != nullptr && t->initialized()) out.push_back({slot, key_of(*t)});
