@@ -93,6 +93,8 @@ class operator_info {
     info->type_ = &typeid(Op);
     info->type_name_ = detail::type_name_of<Op>;
     if constexpr (requires { &Op::infer_var_type; }) info->infer_var_type_ = &Op::infer_var_type;
+    static_assert(fluidk::registered_keys<Op>.size() < no_entry,
+                  "fluidk: an operator has at most 65534 kernels");
     boost::hana::for_each(Op::kernels, [&](const auto& pair) {
       using key_type = typename std::decay_t<decltype(boost::hana::first(pair))>::type;
       using kernel_t = std::decay_t<decltype(boost::hana::second(pair))>;
@@ -165,7 +167,6 @@ class operator_info {
     const std::lock_guard lock(table_mutex_);
     std::atomic<const subtable*>& slot = tables_[kind.id];
     if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
-    static_assert(detail::keys_per_place_kind < no_entry);
     static_assert(kernel_key::ordinal_count == max_place_kinds * detail::keys_per_place_kind);
     auto sub = std::make_unique<subtable>();
     const place where(kind, 0);
