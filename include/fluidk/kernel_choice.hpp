@@ -36,7 +36,6 @@ struct selection_rules {
   static constexpr std::size_t none = std::size_t(-1);
 
   std::span<const kernel_key> keys;       // registered, in declaration order, on device 0
-  std::size_t slot_count = 0;             // input slots (at most 64)
   std::uint64_t no_transform = 0;         // bit s: slot s is never transformed nor decides
   std::uint64_t cast = 0;                 // bit s: slot s is cast to the kernel's data type
   std::uint64_t keep_layout = 0;          // bit s: slot s keeps its own layout

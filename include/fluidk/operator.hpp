@@ -396,7 +396,6 @@ inline constexpr selection_rules rules_of = [] {
   static_assert(Op::inputs.size() <= 64, "fluidk: an operator has at most 64 input slots");
   selection_rules r;
   r.keys = registered_keys<Op>;
-  r.slot_count = Op::inputs.size();
   r.no_transform = detail::input_mask<Op, no_transform_input<Op>>();
   r.cast = detail::input_mask<Op, cast_input<Op>>();
   r.keep_layout = detail::input_mask<Op, keep_layout_input<Op>>();

@@ -348,8 +348,9 @@ inline const Tensor* tensor_of(const Variable& v) {
   return nullptr;
 }
 
-// Appends the inputs a variable holds as the rules see them: its tensor `t` (tensor_of(*v)),
-// or each element of a LoDTensorArray; nothing for an empty variable or tensor.
+// Appends the inputs a variable holds as the rules see them: its tensor `t` (tensor_of(*v),
+// or a bare tensor with v null), or each element of a LoDTensorArray; nothing for an empty
+// variable or tensor.
 inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
                                 std::vector<input_state>& out) {
   if (t != nullptr) {
@@ -361,9 +362,6 @@ inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_
 }
 inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
   append_input_states(v, v != nullptr ? tensor_of(*v) : nullptr, slot, out);
-}
-inline void append_input_states(const Tensor* t, std::uint32_t slot, std::vector<input_state>& out) {
-  if (t != nullptr && t->initialized()) out.push_back({slot, key_of(*t)});
 }
 
 namespace detail {
@@ -399,7 +397,7 @@ inline kernel_key expected_kernel_key(const operator_info& op, const place& exec
                                       const attribute_map& attrs = detail::empty_attributes) {
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
-    for (const Tensor* t : inputs[s]) append_input_states(t, std::uint32_t(s), states);
+    for (const Tensor* t : inputs[s]) append_input_states(nullptr, t, std::uint32_t(s), states);
   return expected_kernel_key(op, states, request_of(op, executor_place, attrs));
 }
 
