@@ -141,7 +141,7 @@ struct conv2d_cpu {
         detail::gemm<T>(ocg, plane, taps, w + group * ocg * taps, taps, col.data(), plane,
                         y + (n * g.oc + group * ocg) * plane, plane);
       }
-    detail::set_output(ctx, "Output", std::move(out));
+    ctx.set_output("Output", std::move(out));
   }
 };
 
@@ -190,7 +190,7 @@ struct conv2d_onednn {
         dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}});
     if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
     dnn.wait();
-    detail::set_output(ctx, "Output", std::move(out));
+    ctx.set_output("Output", std::move(out));
   }
 
  private:
@@ -277,7 +277,7 @@ struct conv2d_cudnn {
           "cudaMemsetAsync");
     else if (out.numel() > 0)
       run(ctx, call, g, input, filter, out);
-    detail::set_output(ctx, "Output", std::move(out));
+    ctx.set_output("Output", std::move(out));
   }
 
  private:

@@ -75,7 +75,7 @@ struct crf_decoding_cpu {
     detail::require(transition.dims() == dims{tags + 2, tags}, ctx,
                     "Transition must be [tags + 2, tags] = [" + std::to_string(tags + 2) + ", " +
                         std::to_string(tags) + "], not " + transition.dims().to_string());
-    const lod offsets = detail::input_lod(ctx, "Emission");  // a copy: the output may be the input
+    const lod offsets = ctx.input_lod("Emission");  // a copy: the output may be the input
     detail::require(
         offsets.size() <= 1, ctx,
         "Emission must have one level of sequence offsets, not " + std::to_string(offsets.size()));
@@ -93,7 +93,7 @@ struct crf_decoding_cpu {
       const auto begin = std::int64_t(starts[s]), length = std::int64_t(starts[s + 1] - starts[s]);
       detail::viterbi(x + begin * tags, length, tags, w, p + begin);
     }
-    detail::set_output(ctx, "ViterbiPath", std::move(path), offsets);
+    ctx.set_output("ViterbiPath", std::move(path), offsets);
   }
 };
 

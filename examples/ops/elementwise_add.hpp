@@ -103,7 +103,7 @@ struct elementwise_add_cpu {
           for (std::int64_t k = 0; k < g.post; ++k) c[base + k] = a[base + k] + b[j];
         }
     }
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 
@@ -134,7 +134,7 @@ struct elementwise_add_onednn {
                                {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -161,7 +161,7 @@ struct elementwise_add_opencl {
       detail::opencl_launch(ctx, "add_f32", std::size_t(f.total), 1, detail::cl_arg<float>(x),
                             detail::cl_arg<float>(y), detail::cl_buffer(out), cl_ulong(f.total),
                             cl_ulong(f.n), cl_ulong(f.post));
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -187,7 +187,7 @@ struct elementwise_add_cuda {
         cuda_launch::add<T>(call.stream(), detail::device_data<T>(x), detail::device_data<T>(y),
                             detail::device_data<T>(out), f.total, f.n, f.post),
         ctx, "the elementwise_add kernel");
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {

@@ -79,7 +79,7 @@ struct fc_cpu {
       for (std::int64_t i = 0; i < g.m; ++i) std::copy(b, b + g.n, y + i * g.n);
     }
     detail::gemm<T>(g.m, g.n, g.k, input.data<T>(), g.k, w.data<T>(), g.n, y, g.n, g.bias);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
 
@@ -120,7 +120,7 @@ struct fc_onednn {
       ip(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
     }
     dnn.wait();
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
 namespace detail {
@@ -143,7 +143,7 @@ struct fc_opencl {
     const fc_geometry g = fc_geometry::of(ctx, input, w);
     Tensor out(g.out, data_type::float32, ctx.place());
     detail::opencl_gemm(ctx, g.m, g.n, g.k, input, w, g.bias ? &ctx.input("Bias") : nullptr, out);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
 namespace detail {
@@ -170,7 +170,7 @@ struct fc_cuda {
                            ctx, "the bias kernel");
     detail::cublas_gemm<T>(ctx, call, g.m, g.n, g.k, detail::device_data<T>(input), detail::device_data<T>(w),
                            detail::device_data<T>(out), g.bias);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Input"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
 namespace detail {

@@ -33,7 +33,7 @@ struct fill_constant_cpu {
     const T value = T(detail::number_attr(ctx, "value", 0.0));
     T* y = out.data<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = value;
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 
@@ -47,7 +47,7 @@ struct fill_constant_opencl {
     if (n > 0)
       detail::opencl_launch(ctx, "fill_f32", std::size_t(n), 1, detail::cl_buffer(out),
                             cl_float(detail::number_attr(ctx, "value", 0.0)), cl_ulong(n));
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 namespace detail {
@@ -69,7 +69,7 @@ struct fill_constant_cuda {
     detail::cuda_require(cuda_launch::fill<T>(call.stream(), detail::device_data<T>(out), out.numel(),
                                               T(detail::number_attr(ctx, "value", 0.0))),
                          ctx, "the fill_constant kernel");
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 namespace detail {

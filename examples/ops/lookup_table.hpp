@@ -74,7 +74,7 @@ struct lookup_table_cpu {
       else
         std::copy(table + ids[i] * width, table + (ids[i] + 1) * width, row);
     }
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "Ids"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("Ids"));
   }
 };
 

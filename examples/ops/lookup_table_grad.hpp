@@ -68,7 +68,7 @@ struct lookup_table_grad_cpu {
         if (id == padding_idx) continue;
         for (std::int64_t j = 0; j < width; ++j) d[id * width + j] += g[i * width + j];
       }
-      detail::set_output(ctx, "W@GRAD", std::move(dense));
+      ctx.set_output("W@GRAD", std::move(dense));
     }
   }
 };

@@ -70,7 +70,7 @@ struct mul_cpu {
     const mul_geometry g = mul_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type_of<T>, ctx.place());
     detail::gemm<T>(g.m, g.n, g.k, x.data<T>(), g.k, y.data<T>(), g.n, out.data<T>(), g.n);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 
@@ -93,7 +93,7 @@ struct mul_onednn {
                                           dnn.engine());
     dnnl::matmul(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     dnn.wait();
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -116,7 +116,7 @@ struct mul_opencl {
     const mul_geometry g = mul_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type::float32, ctx.place());
     detail::opencl_gemm(ctx, g.m, g.n, g.k, x, y, nullptr, out);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -139,7 +139,7 @@ struct mul_cuda {
     Tensor out(g.out, data_type_of<T>, ctx.place());
     detail::cublas_gemm<T>(ctx, call, g.m, g.n, g.k, detail::device_data<T>(x), detail::device_data<T>(y),
                            detail::device_data<T>(out), false);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {

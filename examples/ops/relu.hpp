@@ -39,7 +39,7 @@ struct relu_cpu {
     T* y = out.data<T>();
     const std::int64_t n = detail::storage_elements(x);
     for (std::int64_t i = 0; i < n; ++i) y[i] = in[i] > T(0) ? in[i] : T(0);
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 
@@ -66,7 +66,7 @@ struct relu_onednn {
       dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -90,7 +90,7 @@ struct relu_opencl {
     if (n > 0)
       detail::opencl_launch(ctx, "relu_f32", std::size_t(n), 1, detail::cl_arg<float>(x),
                             detail::cl_buffer(out), cl_ulong(n));
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {
@@ -112,7 +112,7 @@ struct relu_cuda {
     detail::cuda_require(cuda_launch::relu<T>(call.stream(), detail::device_data<T>(x),
                                               detail::device_data<T>(out), detail::storage_elements(x)),
                          ctx, "the relu kernel");
-    detail::set_output(ctx, "Out", std::move(out), detail::input_lod(ctx, "X"));
+    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
 namespace detail {

@@ -61,8 +61,7 @@ struct softmax_with_cross_entropy_geometry {
                       "Label must hold one int64_t class index per row of Logits (" + std::to_string(g.rows) +
                           "), not " + g.label.describe());
     }
-    g.loss_shape = g.shape;
-    g.loss_shape[g.shape.rank() - 1] = 1;
+    g.loss_shape = g.shape.with(g.shape.rank() - 1, 1);
     return g;
   }
 
@@ -76,9 +75,9 @@ struct softmax_with_cross_entropy_geometry {
 namespace detail {
 // Writes both outputs with Logits' sequence offsets (copied first: an output may be the input).
 inline void set_softmax_outputs(const execution_context& ctx, Tensor softmax, Tensor loss) {
-  const lod offsets = input_lod(ctx, "Logits");
-  set_output(ctx, "Softmax", std::move(softmax), offsets);
-  set_output(ctx, "Loss", std::move(loss), offsets);
+  const lod offsets = ctx.input_lod("Logits");
+  ctx.set_output("Softmax", std::move(softmax), offsets);
+  ctx.set_output("Loss", std::move(loss), offsets);
 }
 }  // namespace detail
 

@@ -107,7 +107,7 @@ struct sum_cpu {
         for (std::int64_t j = 0; j < width; ++j) row[j] += v[std::int64_t(r) * width + j];
       }
     }
-    detail::set_output(ctx, "Out", std::move(out), offsets);
+    ctx.set_output("Out", std::move(out), offsets);
   }
 
   // The SelectedRows output: the inputs' rows and values one after the other.
@@ -121,8 +121,7 @@ struct sum_cpu {
                       "the SelectedRows inputs of X must share one height: " + std::to_string(height) +
                           " and " + std::to_string(s->height()));
       if (s->rows().empty()) continue;
-      dims d = s->value().dims();
-      d[0] = 1;
+      const dims d = s->value().dims().with(0, 1);
       detail::require(!have_row_dims || d == row_dims, ctx,
                       "the SelectedRows inputs of X must share one row shape: " + row_dims.to_string() +
                           " and " + d.to_string());
@@ -130,8 +129,7 @@ struct sum_cpu {
       have_row_dims = true;
       rows.insert(rows.end(), s->rows().begin(), s->rows().end());
     }
-    dims value_dims = have_row_dims ? row_dims : dims{0};
-    value_dims[0] = std::int64_t(rows.size());
+    const dims value_dims = (have_row_dims ? row_dims : dims{0}).with(0, std::int64_t(rows.size()));
     Tensor value(value_dims, data_type_of<T>, ctx.place());
     T* v = value.data<T>();
     for (const SelectedRows* s : sparse) {

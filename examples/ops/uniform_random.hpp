@@ -42,7 +42,7 @@ struct uniform_random_cpu {
     const std::uint64_t seed = detail::seed_attr(ctx);
     T* y = out.data<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = random::uniform(seed, std::uint64_t(i), lo, hi);
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 
@@ -57,7 +57,7 @@ struct uniform_random_opencl {
       detail::opencl_launch(ctx, "uniform_f32", std::size_t(n), 1, detail::cl_buffer(out),
                             cl_ulong(detail::seed_attr(ctx)), cl_float(detail::number_attr(ctx, "min", -1.0)),
                             cl_float(detail::number_attr(ctx, "max", 1.0)), cl_ulong(n));
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 namespace detail {
@@ -81,7 +81,7 @@ struct uniform_random_cuda {
                                 detail::seed_attr(ctx), T(detail::number_attr(ctx, "min", -1.0)),
                                 T(detail::number_attr(ctx, "max", 1.0))),
         ctx, "the uniform_random kernel");
-    detail::set_output(ctx, "Out", std::move(out));
+    ctx.set_output("Out", std::move(out));
   }
 };
 namespace detail {

@@ -35,16 +35,31 @@ class kernel_arg {
     if (tensor_ != nullptr) return *tensor_;
     return checked_variable().template get<LoDTensor>();
   }
-  // For outputs: the tensor to write, made a LoDTensor if the variable is empty.
+  // For outputs: the tensor to write, made a LoDTensor if the variable is empty. Every
+  // mutable accessor counts as a write to the storage the output holds now (its version
+  // moves on, so that no cache serves its old bytes); a tensor assigned to it later is new
+  // storage of its own.
   Tensor& mutable_tensor() {
-    if (mutable_tensor_ != nullptr) return *mutable_tensor_;
-    if (tensor_ != nullptr) throw error("a kernel asked to write one of its inputs");
-    return checked_variable().template get_mutable<LoDTensor>();
+    Tensor* t = mutable_tensor_;
+    if (t == nullptr) {
+      if (tensor_ != nullptr) throw error("a kernel asked to write one of its inputs");
+      t = &checked_variable().template get_mutable<LoDTensor>();
+    }
+    t->mark_modified();
+    return *t;
   }
   const LoDTensor& lod_tensor() const { return checked_variable().template get<LoDTensor>(); }
-  LoDTensor& mutable_lod_tensor() { return checked_variable().template get_mutable<LoDTensor>(); }
+  LoDTensor& mutable_lod_tensor() {
+    LoDTensor& t = checked_variable().template get_mutable<LoDTensor>();
+    t.mark_modified();
+    return t;
+  }
   const SelectedRows& selected_rows() const { return checked_variable().template get<SelectedRows>(); }
-  SelectedRows& mutable_selected_rows() { return checked_variable().template get_mutable<SelectedRows>(); }
+  SelectedRows& mutable_selected_rows() {
+    SelectedRows& rows = checked_variable().template get_mutable<SelectedRows>();
+    rows.value().mark_modified();
+    return rows;
+  }
 
  private:
   Variable& checked_variable() const {
@@ -74,7 +89,8 @@ struct slot_args {
 
 namespace detail {
 inline const attribute_map empty_attributes{};
-}
+inline const lod no_lod{};
+}  // namespace detail
 
 class execution_context {
  public:
@@ -143,6 +159,42 @@ class execution_context {
   }
   kernel_arg& output_arg(std::string_view slot, std::size_t i = 0) const {
     return arg(outputs_, index_of(slot, output_names_, "output"), i, "output");
+  }
+
+  // Sequence offsets (LoD). The executor and run_operator start every run of an operator
+  // with its outputs' offsets cleared (except an output that is also an input): an output
+  // has offsets only when its kernel sets them, through these.
+  //
+  // An input's offsets: a LoDTensor variable's; none for a bare tensor (the static path) or
+  // another kind of variable.
+  const lod& input_lod(std::string_view slot, std::size_t i = 0) const {
+    const kernel_arg& a = input_arg(slot, i);
+    if (Variable* v = a.variable(); v != nullptr && v->is<LoDTensor>()) return v->get<LoDTensor>().lod();
+    return detail::no_lod;
+  }
+  // Writes dense output `slot` (its first variable): a LoDTensor with these offsets (checked
+  // against its rows) into a variable, or the tensor alone into a bare tensor of the static
+  // path, which has no offsets to keep. The offsets are copied before the output is
+  // replaced, so an output that is also the input they came from is safe.
+  void set_output(std::string_view slot, Tensor value, const lod& offsets = {}) const {
+    kernel_arg& a = output_arg(slot);
+    if (a.variable() != nullptr) {
+      LoDTensor result(std::move(value), offsets);
+      a.mutable_lod_tensor() = std::move(result);
+    } else {
+      a.mutable_tensor() = std::move(value);
+    }
+  }
+  // Sets the offsets of output `slot`[i], keeping its tensor (checked against its rows when
+  // it holds data); nothing for a bare tensor of the static path.
+  void set_output_lod(std::string_view slot, lod offsets, std::size_t i = 0) const {
+    kernel_arg& a = output_arg(slot, i);
+    if (a.variable() != nullptr) a.variable()->get_mutable<LoDTensor>().set_lod(std::move(offsets));
+  }
+  // Fluid's ShareLoD: output `out`[j] takes the offsets of input `in`[i] (none when the
+  // input has none). Set the output's tensor first, so that its rows are checked.
+  void share_lod(std::string_view in, std::string_view out, std::size_t i = 0, std::size_t j = 0) const {
+    set_output_lod(out, input_lod(in, i), j);
   }
 
  private:

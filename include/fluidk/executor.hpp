@@ -4,7 +4,8 @@
 // compared, device id included) is transformed into a child scope under the same name,
 // made once per operator run and only when needed. Sources are never changed, outputs are
 // never overwritten by copying a transformed input back, and transformed inputs are kept in
-// a bounded transfer cache that a write to the source invalidates.
+// a bounded transfer cache that any tracked write to the source's bytes invalidates (see
+// content_stamp, and docs/programs.md for what is tracked).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -58,9 +60,42 @@ struct op_trace {
   std::vector<input_trace> inputs;  // the inputs that were transformed (or served cached)
 };
 
+// What a cached copy was made from, and what it is: a variable's version and the identity
+// and version of every storage its content views. Equal stamps mean the same bytes with the
+// same metadata: any write through an alias, a view or a kernel output moves a storage's
+// version, any change of shape, LoD or rows goes through the variable and moves its version.
+class content_stamp {
+ public:
+  content_stamp() = default;
+  explicit content_stamp(const Variable& v) : version_(v.version()) {
+    v.for_each_tensor([&](const Tensor& t) { storages_.push_back({t.storage_id(), t.version()}); });
+  }
+  // Compares without allocating: on the cached rerun's path.
+  bool matches(const Variable& v) const noexcept {
+    if (v.version() != version_) return false;
+    std::size_t i = 0;
+    bool same = true;
+    v.for_each_tensor([&](const Tensor& t) {
+      same = same && i < storages_.size() && storages_[i].id == t.storage_id() &&
+             storages_[i].version == t.version();
+      ++i;
+    });
+    return same && i == storages_.size();
+  }
+
+ private:
+  struct storage {
+    std::uint64_t id, version;
+  };
+  std::uint64_t version_ = 0;
+  std::vector<storage> storages_;
+};
+
 // Transformed inputs, keyed by the source variable's id and the target key (device
-// included), valid while the source's version is unchanged. Bounded in bytes, least
-// recently used first out.
+// included). An entry is served only while the source's stamp (its version, and the identity
+// and version of each storage it views) is what it was made from, and while the copy's own
+// storages are unwritten (a kernel may write the input it was given). Bounded in bytes,
+// least recently used first out.
 class transfer_cache {
  public:
   explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
@@ -71,22 +106,25 @@ class transfer_cache {
   const Variable& get(const Variable& source, const kernel_key& target, std::uint64_t bytes_copied,
                       executor_stats& stats, Make&& make) {
     const key k{source.id(), target.ordinal(), target.place().device()};
-    const std::uint64_t version = source.version();
     if (auto it = entries_.find(k); it != entries_.end()) {
-      if (it->second.version == version) {
+      if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
         lru_.splice(lru_.begin(), lru_, it->second.position);
         ++stats.cache_hits;
         return *it->second.value;
       }
       erase(it);
     }
+    content_stamp stamp(source);  // before make(), which may run for long on another stream
     auto value = std::make_unique<Variable>(source.name());
     make(*value);
     ++stats.transforms;
     stats.bytes_copied += bytes_copied;
-    const std::size_t bytes = storage_bytes(*value);
+    std::size_t bytes = 0;
+    value->for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+    content_stamp copy(*value);
     lru_.push_front(k);
-    auto [it, _] = entries_.emplace(k, entry{version, std::move(value), bytes, lru_.begin()});
+    auto [it, _] =
+        entries_.emplace(k, entry{std::move(stamp), std::move(copy), std::move(value), bytes, lru_.begin()});
     bytes_ += bytes;
     while (bytes_ > max_bytes_ && lru_.size() > 1) erase(entries_.find(lru_.back()));
     return *it->second.value;
@@ -109,21 +147,12 @@ class transfer_cache {
     }
   };
   struct entry {
-    std::uint64_t version;
+    content_stamp source, copy;
     std::unique_ptr<Variable> value;
     std::size_t bytes;
     std::list<key>::iterator position;
   };
 
-  static std::size_t storage_bytes(const Variable& v) {
-    if (v.is<LoDTensorArray>()) {
-      std::size_t bytes = 0;
-      for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += t.initialized() ? t.storage_bytes() : 0;
-      return bytes;
-    }
-    const Tensor* t = tensor_of(v);
-    return t != nullptr && t->initialized() ? t->storage_bytes() : 0;
-  }
   void erase(std::unordered_map<key, entry, key_hash>::iterator it) {
     bytes_ -= it->second.bytes;
     lru_.erase(it->second.position);
@@ -320,6 +349,7 @@ class Executor {
     }
     const std::size_t first_output = o.inputs.size();
     for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
+    clear_output_lods(o.outputs, o.inputs);
     const std::span<kernel_arg> args(o.args);
     execution_context context(info.name(), info.inputs(), info.outputs(), *o.context, choice.chosen,
                               {args.first(first_output), o.input_offsets},

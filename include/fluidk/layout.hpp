@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "fluidk/detail/text.hpp"
+#include "fluidk/dims.hpp"
 #include "fluidk/error.hpp"
 
 namespace fluidk {
@@ -84,6 +85,29 @@ inline constexpr data_layout_word data_layout_words[] = {
     {"NHWC", data_layout::nhwc},      {"nChw8c", data_layout::nChw8c}, {"nChw16c", data_layout::nChw16c},
     {"NC", data_layout::nc}};
 }  // namespace detail
+
+// Elements a tensor of these logical dims occupies in `layout`: a blocked layout pads the
+// channels (dimension 1) up to a multiple of its block. Checks the rank the layout needs
+// and that the padded count fits in int64; the one place this size is computed.
+inline std::int64_t storage_numel(const dims& shape, data_layout layout) {
+  const int rank = rank_of(layout);
+  if (rank != 0 && std::size_t(rank) != shape.rank())
+    throw error("layout " + std::string(name_of(layout)) + " needs rank " + std::to_string(rank) +
+                ", but the shape " + shape.to_string() + " has rank " + std::to_string(shape.rank()));
+  const int block = block_of(layout);
+  if (block == 1) return shape.numel();
+  std::int64_t channels = 0;
+  if (checked_add(shape[1], std::int64_t(block - 1), channels))
+    throw error("shape " + shape.to_string() + " padded to " + std::string(name_of(layout)) +
+                " has more elements than int64 can count");
+  channels = channels / block * block;
+  try {
+    return shape.with(1, channels).numel();
+  } catch (const error&) {
+    throw error("shape " + shape.to_string() + " padded to " + std::string(name_of(layout)) +
+                " has more elements than int64 can count");
+  }
+}
 
 inline data_layout parse_data_layout(std::string_view text) {
   const std::string_view word = detail::trim(text);

@@ -534,6 +534,19 @@ decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const 
   }
 }
 
+// Each run of an operator starts with its outputs' sequence offsets cleared, so that an
+// output never keeps the LoD of an earlier run: a kernel sets them (set_output, share_lod).
+// An output that is also one of the operator's inputs keeps them, as they are this run's
+// input. Outputs without offsets are not touched (their version does not move).
+inline void clear_output_lods(std::span<Variable* const> outputs, std::span<Variable* const> inputs) {
+  for (Variable* out : outputs) {
+    if (out == nullptr || !out->is<LoDTensor>() || out->get<LoDTensor>().lod().empty()) continue;
+    bool is_input = false;
+    for (const Variable* in : inputs) is_input = is_input || in == out;
+    if (!is_input) out->get_mutable<LoDTensor>().set_lod({});
+  }
+}
+
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
 // needs it into a temporary (the variables given are never changed) and calls the kernel on
 // the context of its place. Returns the kernel chosen.
@@ -573,6 +586,10 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
     for (Variable* v : slot) args.emplace_back(v);
     output_offsets.push_back(std::uint32_t(args.size() - first_output));
   }
+  std::vector<Variable*> given_inputs, given_outputs;
+  for (const auto& slot : inputs) given_inputs.insert(given_inputs.end(), slot.begin(), slot.end());
+  for (const auto& slot : outputs) given_outputs.insert(given_outputs.end(), slot.begin(), slot.end());
+  clear_output_lods(given_outputs, given_inputs);
   const std::span<kernel_arg> all(args);
   execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()),
                             choice.chosen, {all.first(first_output), input_offsets},

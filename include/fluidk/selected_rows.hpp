@@ -40,6 +40,7 @@ class SelectedRows {
     }
   }
   void set_height(std::int64_t height) {
+    if (height < 0) throw error("SelectedRows height " + std::to_string(height) + " is negative");
     for (std::int64_t r : rows_)
       if (r >= height)
         throw error("SelectedRows height " + std::to_string(height) + " is below row index " +
@@ -58,14 +59,13 @@ class SelectedRows {
 
   // The shape of the dense matrix these rows belong to: [height, value dims 1..].
   fluidk::dims dense_dims() const {
-    fluidk::dims out = value_.dims();
-    if (out.rank() == 0) return {height_};
-    out[0] = height_;
-    return out;
+    const fluidk::dims& value = value_.dims();
+    return value.rank() == 0 ? fluidk::dims{height_} : value.with(0, height_);
   }
 
  private:
   void check_rows() const {
+    if (height_ < 0) throw error("SelectedRows height " + std::to_string(height_) + " is negative");
     for (std::int64_t r : rows_)
       if (r < 0 || r >= height_)
         throw error("SelectedRows row index " + std::to_string(r) + " is outside [0, " +

@@ -3,6 +3,7 @@
 // a byte offset into it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,22 +19,31 @@
 
 namespace fluidk {
 
-// Elements a tensor of these logical dims occupies in a layout: a blocked layout pads the
-// channels (dimension 1) up to a multiple of its block.
-inline std::int64_t storage_numel(const dims& shape, data_layout layout) {
-  const int rank = rank_of(layout);
-  if (rank != 0 && std::size_t(rank) != shape.rank())
-    throw error("layout " + std::string(name_of(layout)) + " needs rank " + std::to_string(rank) +
-                ", but the shape " + shape.to_string() + " has rank " + std::to_string(shape.rank()));
-  const int block = block_of(layout);
-  if (block == 1) return shape.numel();
-  dims padded = shape;
-  padded[1] = (shape[1] + block - 1) / block * block;
-  return padded.numel();
+// Bytes of a tensor of this shape, data type and layout on `where` (a blocked layout's
+// padding included): every count checked, an error naming all four when it does not fit.
+inline std::size_t storage_bytes_of(const dims& shape, data_type dtype, data_layout layout,
+                                    const place& where) {
+  auto too_big = [&](const std::string& why) -> error {
+    return error("a tensor of shape " + shape.to_string() + ", " + std::string(name_of(dtype)) + ", " +
+                 std::string(name_of(layout)) + " on " + where.to_string() + ": " + why);
+  };
+  std::int64_t elements = 0;
+  try {
+    elements = storage_numel(shape, layout);
+  } catch (const error& e) {
+    throw too_big(std::string(e.what()).substr(8));  // without the "fluidk: " prefix
+  }
+  std::int64_t bytes = 0;
+  if (checked_mul(elements, std::int64_t(size_of(dtype)), bytes))
+    throw too_big(std::to_string(elements) + " elements of " + std::to_string(size_of(dtype)) +
+                  " bytes need more bytes than the address space holds");
+  return std::size_t(bytes);
 }
 
 namespace detail {
-// A buffer owned by its place's allocator and released through it.
+// A buffer owned by its place's allocator and released through it. It carries what every
+// tensor viewing it shares: an identity unique in the process (unlike its address, never
+// reused) and a version that every write through any of them moves on.
 class buffer {
  public:
   buffer(const place& where, std::size_t bytes)
@@ -48,12 +58,22 @@ class buffer {
   void* handle() const noexcept { return handle_; }
   std::size_t bytes() const noexcept { return bytes_; }
   const place& where() const noexcept { return where_; }
+  std::uint64_t id() const noexcept { return id_; }
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+  void touch() const noexcept { version_.fetch_add(1, std::memory_order_acq_rel); }
 
  private:
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
   const device_entry* entry_;
   place where_;
   std::size_t bytes_;
   void* handle_;
+  std::uint64_t id_ = next_id();
+  mutable std::atomic<std::uint64_t> version_{0};
 };
 }  // namespace detail
 
@@ -66,8 +86,7 @@ class Tensor {
   Tensor(const dims& shape, data_type dtype, const place& where = cpu_place,
          data_layout layout = data_layout::any)
       : dims_(shape), dtype_(dtype), layout_(layout), place_(where) {
-    const std::size_t bytes = std::size_t(storage_numel(shape, layout)) * size_of(dtype);
-    buffer_ = std::make_shared<detail::buffer>(where, bytes);
+    buffer_ = std::make_shared<detail::buffer>(where, storage_bytes_of(shape, dtype, layout, where));
   }
 
   const fluidk::dims& dims() const noexcept { return dims_; }
@@ -77,22 +96,48 @@ class Tensor {
   bool initialized() const noexcept { return buffer_ != nullptr; }
   std::int64_t numel() const noexcept { return dims_.numel(); }
   // Bytes of storage this tensor covers (blocked layouts include their padding).
-  std::size_t storage_bytes() const { return std::size_t(storage_numel(dims_, layout_)) * size_of(dtype_); }
+  std::size_t storage_bytes() const { return storage_bytes_of(dims_, dtype_, layout_, place_); }
 
-  // The place's handle of the buffer (pointer or cl_mem) and this tensor's offset in it.
+  // The place's handle of the buffer (pointer or cl_mem) and this tensor's offset in it, to
+  // read. A kernel that writes through a handle takes mutable_handle() or mutable_memory().
   void* handle() const noexcept { return buffer_ ? buffer_->handle() : nullptr; }
   std::size_t offset() const noexcept { return offset_; }
   memory_ref memory() const noexcept { return {place_, handle(), offset_}; }
+  void* mutable_handle() noexcept {
+    mark_modified();
+    return handle();
+  }
+  memory_ref mutable_memory() noexcept {
+    mark_modified();
+    return memory();
+  }
 
   bool shares_buffer_with(const Tensor& other) const noexcept {
     return buffer_ != nullptr && buffer_ == other.buffer_;
   }
 
+  // The storage's identity, unique in the process (0 without data), and its version. Every
+  // tensor sharing the storage (copies, aliases, slices) sees the same two; every mutable
+  // route to the bytes moves the version on: data<T>() and the mutable handles of a non-const
+  // tensor, typed_tensor::data(), a kernel's outputs and copy_into. Read-only access never
+  // does, nor do reshape and set_layout, which change only this tensor's metadata. Writes through a pointer
+  // kept from an earlier access are not seen: say so with mark_modified() (docs/programs.md, "What the
+  // transfer cache sees").
+  std::uint64_t storage_id() const noexcept { return buffer_ ? buffer_->id() : 0; }
+  std::uint64_t version() const noexcept { return buffer_ ? buffer_->version() : 0; }
+  // The bytes changed by a route the version cannot see (a kept pointer, a device kernel
+  // queued earlier): caches of them are stale from now on. The storage is shared, so this is
+  // a const member, as the write it reports need not go through this tensor.
+  void mark_modified() const noexcept {
+    if (buffer_) buffer_->touch();
+  }
+
   // Typed host access: checks the data type, that the data is on a host-readable place and
-  // that there is data at all.
+  // that there is data at all. Through a non-const tensor it counts as a write.
   template <class T>
   T* data() {
     check_access(data_type_of<T>);
+    buffer_->touch();
     return reinterpret_cast<T*>(static_cast<std::byte*>(buffer_->handle()) + offset_);
   }
   template <class T>
@@ -116,14 +161,15 @@ class Tensor {
                   ") is out of range for shape " + dims_.to_string());
     Tensor out = *this;
     const std::size_t row_bytes = dims_[0] == 0 ? 0 : storage_bytes() / std::size_t(dims_[0]);
-    out.dims_[0] = end - begin;
+    out.dims_.set(0, end - begin);
     out.offset_ = offset_ + std::size_t(begin) * row_bytes;
     return out;
   }
 
-  // Reinterprets the layout (metadata only); the storage size must not change.
+  // Reinterprets the layout (this tensor's metadata only: the bytes and their version stay,
+  // and other tensors sharing them keep their own layout); the storage size must not change.
   Tensor& set_layout(data_layout layout) {
-    if (initialized() && std::size_t(storage_numel(dims_, layout)) * size_of(dtype_) != storage_bytes())
+    if (initialized() && storage_bytes_of(dims_, dtype_, layout, place_) != storage_bytes())
       throw error("layout " + std::string(name_of(layout)) + " needs a different storage size than " +
                   std::string(name_of(layout_)) + " for shape " + dims_.to_string());
     layout_ = layout;
@@ -131,9 +177,11 @@ class Tensor {
   }
 
   // Changes the shape in place when the storage size stays the same (Fluid's Resize of a
-  // tensor that already holds data).
+  // tensor that already holds data): metadata of this tensor only, as for set_layout. (A
+  // variable's tensor is reached through Variable::get_mutable, which moves the variable's
+  // version; a resize to another size is a new tensor, with new storage.)
   Tensor& reshape(const fluidk::dims& shape) {
-    if (initialized() && std::size_t(storage_numel(shape, layout_)) * size_of(dtype_) != storage_bytes())
+    if (initialized() && storage_bytes_of(shape, dtype_, layout_, place_) != storage_bytes())
       throw error("cannot reshape " + dims_.to_string() + " to " + shape.to_string() +
                   ": the number of elements differs");
     dims_ = shape;
@@ -181,7 +229,7 @@ inline void copy_into(Tensor& dst, const Tensor& src) {
   if (!src.initialized() || !dst.initialized()) throw error("copy between tensors that hold no data");
   if (dst.storage_bytes() != src.storage_bytes())
     throw error("copy of " + src.describe() + " into " + dst.describe() + ": the sizes differ");
-  copy_bytes(dst.memory(), src.memory(), src.storage_bytes());
+  copy_bytes(dst.mutable_memory(), src.memory(), src.storage_bytes());
 }
 
 }  // namespace fluidk

@@ -41,10 +41,14 @@ class typed_tensor {
   fluidk::place place() const noexcept { return tensor_.place(); }
   std::int64_t numel() const noexcept { return tensor_.numel(); }
   void* handle() const noexcept { return tensor_.handle(); }
+  void* mutable_handle() noexcept { return tensor_.mutable_handle(); }
+  std::uint64_t version() const noexcept { return tensor_.version(); }
+  void mark_modified() const noexcept { tensor_.mark_modified(); }
 
-  // Host access without run-time checks: the type already proves them.
+  // Host access without run-time checks: the type already proves them. Through a non-const
+  // view it counts as a write (the storage's version moves on, see Tensor::version()).
   T* data() noexcept requires(P::host_accessible) {
-    return reinterpret_cast<T*>(static_cast<std::byte*>(tensor_.handle()) + tensor_.offset());
+    return reinterpret_cast<T*>(static_cast<std::byte*>(tensor_.mutable_handle()) + tensor_.offset());
   }
   const T* data() const noexcept requires(P::host_accessible) {
     return reinterpret_cast<const T*>(static_cast<const std::byte*>(tensor_.handle()) + tensor_.offset());

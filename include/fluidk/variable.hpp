@@ -1,6 +1,7 @@
 // Variable: a named slot in a scope that holds one LoDTensor, SelectedRows or
-// LoDTensorArray. Its kind is fixed once set; every mutable access bumps a version counter
-// so that cached copies of it can tell they are stale.
+// LoDTensorArray. Its kind is fixed once set; every mutable access bumps a version counter,
+// and writes to the bytes bump the version of their storage, so that cached copies of it
+// can tell they are stale.
 #pragma once
 
 #include <atomic>
@@ -85,8 +86,31 @@ class Variable {
     return slot;
   }
 
-  // Increases on every write access; equal versions mean unchanged content.
+  // Increases on every write access to the variable (get_mutable, set, mark_modified): its
+  // content was replaced or its metadata (shape, LoD, rows) may have changed. Writes to the
+  // bytes move the version of the storage instead (Tensor::version()), which every alias and
+  // view of them shares.
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+
+  // The content changed by a route that no accessor saw, such as a pointer kept from an
+  // earlier access: moves this variable's version and that of every storage it holds.
+  void mark_modified() noexcept {
+    version_.fetch_add(1, std::memory_order_acq_rel);
+    for_each_tensor([](const Tensor& t) { t.mark_modified(); });
+  }
+
+  // Calls f(const Tensor&) for each tensor the content holds: a LoDTensor's, a SelectedRows'
+  // value, every element of a LoDTensorArray (nothing for an empty variable).
+  template <class F>
+  void for_each_tensor(F&& f) const {
+    if (const auto* t = std::get_if<LoDTensor>(&content_)) {
+      f(static_cast<const Tensor&>(*t));
+    } else if (const auto* rows = std::get_if<SelectedRows>(&content_)) {
+      f(rows->value());
+    } else if (const auto* array = std::get_if<LoDTensorArray>(&content_)) {
+      for (const LoDTensor& element : *array) f(static_cast<const Tensor&>(element));
+    }
+  }
 
   // Out of line and cold: every kernel reads and writes variables, the messages are rare.
   [[noreturn, gnu::cold, gnu::noinline]] void wrong_kind(var_kind asked, const char* relation,

@@ -1,7 +1,6 @@
 // What the example operators share: errors that name the operator, attribute readers that
-// accept Fluid's int and int64 kinds, shape helpers, and writing an output with (or
-// without) sequence offsets in both the runtime path (variables) and the static path
-// (bare tensors).
+// accept Fluid's int and int64 kinds, and shape helpers. (Outputs and their sequence
+// offsets are written through execution_context: set_output, share_lod.)
 #pragma once
 
 #include <array>
@@ -142,29 +141,6 @@ inline std::int64_t product(const dims& d, std::size_t begin, std::size_t end) {
   std::int64_t n = 1;
   for (std::size_t i = begin; i < end; ++i) n *= d[i];
   return n;
-}
-
-// The sequence offsets of an input: its LoD when the argument is a LoDTensor variable, else
-// none (a bare tensor of the static path).
-inline const lod& input_lod(const execution_context& ctx, std::string_view slot, std::size_t i = 0) {
-  static const lod none;
-  const kernel_arg& arg = ctx.input_arg(slot, i);
-  if (Variable* v = arg.variable(); v != nullptr && v->is<LoDTensor>()) return v->get<LoDTensor>().lod();
-  return none;
-}
-
-// Writes a dense output: a LoDTensor with these offsets into a variable, or the bare tensor
-// of the static path (where offsets cannot be kept). The offsets are copied before the
-// output is replaced, so an output that is also an input is safe.
-inline void set_output(const execution_context& ctx, std::string_view slot, Tensor value,
-                       const lod& offsets = {}) {
-  kernel_arg& arg = ctx.output_arg(slot);
-  if (arg.variable() != nullptr) {
-    LoDTensor result(std::move(value), offsets);
-    arg.mutable_lod_tensor() = std::move(result);
-  } else {
-    arg.mutable_tensor() = std::move(value);
-  }
 }
 
 }  // namespace fluidk::ops::detail

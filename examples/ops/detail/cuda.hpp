@@ -41,7 +41,7 @@ const T* device_data(const Tensor& t) {
 }
 template <class T>
 T* device_data(Tensor& t) {
-  return reinterpret_cast<T*>(static_cast<std::byte*>(t.handle()) + t.offset());
+  return reinterpret_cast<T*>(static_cast<std::byte*>(t.mutable_handle()) + t.offset());
 }
 
 inline void cuda_require(cudaError_t status, const execution_context& ctx, const char* what) {

@@ -114,11 +114,7 @@ inline std::int64_t storage_elements(data_layout layout, const dims& shape, data
     no_layout_transform(from, to, shape,
                         std::string(name_of(layout)) + " needs rank " + std::to_string(rank) +
                             ", the shape has rank " + std::to_string(shape.rank()));
-  const int block = block_of(layout);
-  if (block == 1) return shape.numel();
-  dims padded = shape;
-  padded[1] = (shape[1] + block - 1) / block * block;
-  return padded.numel();
+  return storage_numel(shape, layout);  // the padding rule and its overflow check
 }
 
 // A copy of `bytes`, shared among threads when large.
