@@ -737,6 +737,16 @@ TEST_CASE("text form: errors name the line and what was expected", "[program][te
              Catch::StartsWith("fluidk: program text, line 2: unknown data type 'flaot'; accepted: float"));
   CHECK(message("block 0\n  var x : LoDTensor float [2, x]") ==
         "fluidk: program text, line 2: expected a dimension (an integer) in the shape of 'x', found 'x'");
+  CHECK(message("block 0\n  var x : LoDTensor float [2, -2]") ==
+        "fluidk: program text, line 2: dimension -2 in the shape of 'x': extents are non-negative, or -1 for "
+        "one known only at run time");
+  CHECK(parse_program("block 0\n  var x : LoDTensor float [-1, 3]").block(0).var("x").shape ==
+        std::vector<std::int64_t>{-1, 3});
+  CHECK(message("block 0\n  var \"\" : LoDTensor float []") ==
+        "fluidk: program text, line 2: expected a variable name after 'var', found an empty name \"\"");
+  CHECK(message("block 0\n  var x : LoDTensor float []\n  op test_sum (X: \"\") -> (Out: x)") ==
+        "fluidk: program text, line 3: expected a variable name in the input slot 'X', found an empty name "
+        "\"\"");
   CHECK(message("block 0\n  var x : LoDTensor float [2") ==
         "fluidk: program text, line 2: expected ']' to close the shape of 'x', found the end of the line");
   CHECK(message("block 0\n  var x : LoDTensor float [] persistent") ==

@@ -89,6 +89,17 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]; layout[NCHW]}"),
                     Catch::Contains("unknown field 'layout'"));
   CHECK_THROWS_WITH(parse_kernel_key("data_type[float]"), Catch::Contains("is not of the form"));
+  // Fields are separated by one ';' each, as printed; no more, no less.
+  CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
+                    Catch::Contains("expected ';' between fields, found 'd' after field 'data_type'"));
+  CHECK_THROWS_WITH(
+      parse_kernel_key("{data_type[float];; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),
+      Catch::Contains("unknown field '; data_layout'"));
+  CHECK_THROWS_WITH(
+      parse_kernel_key("{data_type[float]; data_layout[NCHW]; place[cpu]; library_type[PLAIN];}"),
+      Catch::Contains("a ';' with no field after it"));
+  CHECK(parse_kernel_key(" { data_type[float] ;data_layout[NCHW];  place[cpu] ; library_type[PLAIN] } ") ==
+        kernel_key(cpu_place, data_type::float32, data_layout::nchw, library_type::plain));
   CHECK_THROWS_WITH(
       parse_kernel_key(
           "{data_type[float]; data_type[int]; data_layout[NCHW]; place[cpu]; library_type[PLAIN]}"),

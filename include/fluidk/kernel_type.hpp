@@ -160,7 +160,8 @@ inline kernel_key parse_kernel_key(std::string_view text) {
   rest = rest.substr(1, rest.size() - 2);
   std::string_view fields[4];  // data_type, data_layout, place, library_type
   constexpr std::string_view field_names[4] = {"data_type", "data_layout", "place", "library_type"};
-  while (!(rest = detail::trim(rest)).empty()) {
+  rest = detail::trim(rest);
+  while (!rest.empty()) {
     const auto open = rest.find('[');
     // The place field itself holds brackets only as Place(...), never '[' or ']'.
     const auto close = rest.find(']');
@@ -179,8 +180,14 @@ inline kernel_key parse_kernel_key(std::string_view text) {
     if (!known)
       throw parse_error("kernel key '" + original + "': unknown field '" + std::string(field) +
                         "'; accepted: data_type, data_layout, place, library_type");
+    // Fields are separated by exactly one ';', as the printer writes them; none after the last.
     rest = detail::trim(rest.substr(close + 1));
-    if (!rest.empty() && rest.front() == ';') rest.remove_prefix(1);
+    if (rest.empty()) break;
+    if (rest.front() != ';')
+      throw parse_error("kernel key '" + original + "': expected ';' between fields, found '" +
+                        std::string(rest.substr(0, 1)) + "' after field '" + std::string(field) + "'");
+    rest = detail::trim(rest.substr(1));
+    if (rest.empty()) throw parse_error("kernel key '" + original + "': a ';' with no field after it");
   }
   for (int i = 0; i < 4; ++i)
     if (fields[i].empty())

@@ -757,9 +757,13 @@ class program_line {
     }
   }
 
-  // A name: a bare word other than "->", or a quoted string.
+  // A name: a bare word other than "->", or a quoted string that is not empty.
   std::string name(const std::string& what) {
-    if (peek('"')) return quoted();
+    if (peek('"')) {
+      std::string quoted_name = quoted();
+      if (quoted_name.empty()) fail("expected " + what + ", found an empty name \"\"");
+      return quoted_name;
+    }
     const std::size_t start = pos_;
     const std::string_view w = word();
     if (w.empty() || w == "->") {
@@ -911,10 +915,15 @@ inline VarDesc parse_var(program_line& line) {
   }
   line.expect('[', "to open the shape of '" + v.name + "'");
   if (!line.accept(']')) {
-    do
-      v.shape.push_back(
-          line.number<std::int64_t>("a dimension (an integer) in the shape of '" + v.name + "'"));
-    while (line.accept(','));
+    do {
+      const auto extent =
+          line.number<std::int64_t>("a dimension (an integer) in the shape of '" + v.name + "'");
+      // -1: a dimension known only when the program runs (Fluid's VarDesc); nothing below.
+      if (extent < -1)
+        line.fail("dimension " + std::to_string(extent) + " in the shape of '" + v.name +
+                  "': extents are non-negative, or -1 for one known only at run time");
+      v.shape.push_back(extent);
+    } while (line.accept(','));
     line.expect(']', "to close the shape of '" + v.name + "'");
   }
   if (!line.at_end()) {

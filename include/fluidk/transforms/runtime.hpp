@@ -16,6 +16,9 @@
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/lod_tensor.hpp"
 #include "fluidk/selected_rows.hpp"
+// The CPU's transforms come with every path that plans chains: a translation unit that
+// includes a dispatch or executor header plans with them, whatever else it includes.
+#include "fluidk/transforms/cpu.hpp"
 #include "fluidk/transforms/planner.hpp"
 #include "fluidk/transforms/registry.hpp"
 

@@ -11,6 +11,9 @@
 #include <utility>
 
 #include "fluidk/kernel_type.hpp"
+// The CPU's transforms come with every path that plans chains: a translation unit that
+// includes a dispatch or executor header plans with them, whatever else it includes.
+#include "fluidk/transforms/cpu.hpp"
 #include "fluidk/transforms/planner.hpp"
 #include "fluidk/transforms/traits.hpp"
 #include "fluidk/typed_tensor.hpp"
