@@ -135,3 +135,12 @@ EOF
   fi
   return $rc
 }
+
+# configure_fuzz_build: build-fuzz/, the libFuzzer harnesses of test/fuzz (clang++-14 with
+# ASan and UBSan), shared by scripts/test and scripts/fuzz; fuzz_targets names them.
+fuzz_targets=(test/fuzz/fuzz_program_text test/fuzz/fuzz_keys test/fuzz/fuzz_planner)
+configure_fuzz_build() {
+  CC=clang-14 CXX=clang++-14 configure_build build-fuzz --buildtype=debugoptimized \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dtests=false -Dexamples=false \
+    -Dcuda=disabled -Donednn=disabled -Dopencl=disabled -Dcpp_args=-fno-sanitize-recover=all
+}
