@@ -17,6 +17,13 @@
 using namespace fluidk;
 using fluidk_test::accelerator;
 
+// A layout transform on the simulated accelerator (host memory underneath), registered only
+// by the test below: plans made before it must not be served after it.
+template <>
+struct fluidk::layout_transform<accelerator, layout::nhwc, layout::nchw> {
+  static void run(const Tensor& src, Tensor& dst) { fluidk::detail::cpu_reorder(src, dst); }
+};
+
 namespace {
 
 // ---------------------------------------------------------------------------------------
@@ -601,4 +608,29 @@ TEST_CASE("offsets survive every transform and device copy", "[integrity][lod]")
     CHECK(executor.stats().cache_hits == 1);
     CHECK(lod_of(scope, "y") == lod{{0, 1}});
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Registration: the result does not depend on when a plan was first asked for.
+
+TEST_CASE("a plan made before a registration is not served after it", "[integrity][registration]") {
+  const place acc = place::of<accelerator>(0);
+  const kernel_key from(acc, data_type::float32, data_layout::nhwc, library_type::plain);
+  const kernel_key to(acc, data_type::float32, data_layout::nchw, library_type::plain);
+  Tensor x({2, 3, 2, 2}, data_type::float32, acc, data_layout::nhwc);
+  const Tensor host = [] {
+    Tensor t({2, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nhwc);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(i);
+    return t;
+  }();
+  copy_into(x, copy_to(host, acc));
+  const transform_plan& through_host = plan_transform(from, to);
+  CHECK(through_host.steps().size() == 3);  // to the host, re-laid out there, back
+  const std::vector<float> expected = values(transform(x, to));
+
+  register_layout_transform<accelerator, layout::nhwc, layout::nchw>();
+  const transform_plan& direct = plan_transform(from, to);
+  CHECK(direct.steps().size() == 1);
+  CHECK(through_host.steps().size() == 3);  // the old plan is still valid for whoever holds it
+  CHECK(values(transform(x, to)) == expected);
 }

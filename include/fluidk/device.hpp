@@ -135,6 +135,15 @@ struct device_entry {
 
 using copy_function = void (*)(const memory_ref& dst, const memory_ref& src, std::size_t bytes);
 
+// Moves on with every registration of a device, a copy or a transform. Memoised transform
+// plans are kept per value of it, so that a plan never depends on what happened to be
+// registered when it was first asked for (static initialisation runs in an order that the
+// translation units and the link decide).
+inline std::atomic<std::uint64_t>& registration_generation() noexcept {
+  static std::atomic<std::uint64_t> generation{0};
+  return generation;
+}
+
 class device_registry {
  public:
   static device_registry& instance() {
@@ -142,8 +151,14 @@ class device_registry {
     return registry;
   }
 
-  void add(place_kind_id kind, const device_entry& entry) { devices_[kind].store(&entry); }
-  void add_copy(place_kind_id from, place_kind_id to, copy_function fn) { copies_[from][to].store(fn); }
+  void add(place_kind_id kind, const device_entry& entry) {
+    devices_[kind].store(&entry);
+    registration_generation().fetch_add(1, std::memory_order_acq_rel);
+  }
+  void add_copy(place_kind_id from, place_kind_id to, copy_function fn) {
+    copies_[from][to].store(fn);
+    registration_generation().fetch_add(1, std::memory_order_acq_rel);
+  }
 
   const device_entry* find(place_kind_id kind) const noexcept {
     return kind < max_place_kinds ? devices_[kind].load() : nullptr;

@@ -3,11 +3,13 @@
 // one function serving them all). The runtime planner asks it which edges exist.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "fluidk/device.hpp"
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/transforms/planner.hpp"
 #include "fluidk/transforms/traits.hpp"
@@ -29,6 +31,7 @@ class transform_registry {
            data_type from, data_type to, transform_function fn) {
     const std::unique_lock lock(mutex_);
     functions_[key(kind, p, from_layout, to_layout, from, to)] = fn;
+    registration_generation().fetch_add(1, std::memory_order_acq_rel);
   }
 
   transform_function find(planning::step_kind kind, place_kind_id p, data_layout from_layout,

@@ -175,8 +175,11 @@ class plan_cache {
     return cache;
   }
 
+  // Plans are kept per registration generation: one made before a copy or a transform was
+  // registered is not served after it (the old one stays, so references to it stay valid).
   const transform_plan& get(const kernel_key& from, const kernel_key& to) {
-    const key k{from.ordinal(), to.ordinal(), from.place().device(), to.place().device()};
+    const key k{from.ordinal(), to.ordinal(), from.place().device(), to.place().device(),
+                registration_generation().load(std::memory_order_acquire)};
     {
       const std::shared_lock lock(mutex_);
       if (const auto it = plans_.find(k); it != plans_.end()) return it->second;
@@ -192,11 +195,12 @@ class plan_cache {
   }
 
  private:
-  using key = std::tuple<std::size_t, std::size_t, int, int>;
+  using key = std::tuple<std::size_t, std::size_t, int, int, std::uint64_t>;
   struct key_hash {
     std::size_t operator()(const key& k) const noexcept {
-      const auto [a, b, c, d] = k;
-      return ((a * kernel_key::ordinal_count + b) * 131 + std::size_t(c)) * 131 + std::size_t(d);
+      const auto [a, b, c, d, generation] = k;
+      return (((a * kernel_key::ordinal_count + b) * 131 + std::size_t(c)) * 131 + std::size_t(d)) * 31 +
+             std::size_t(generation);
     }
   };
   mutable std::shared_mutex mutex_;
