@@ -20,7 +20,7 @@ comment on the line right before its opening fence, invisible when the page is r
                                        only a comment with "..." stands for lines left out.
 
 Modes (meson.build runs the first two; the tests run the others):
-  extract.py --list PAGE              one line per test: "<block> run|compile <backends|->",
+  extract.py --list PAGE              one line per test: "<block> run|compile <backend,...|->",
                                       or "<block> excerpt <path>"
   extract.py --write PAGE OUT...      writes the programs of PAGE, one file each, in the
                                       order of --list
@@ -32,7 +32,9 @@ import os
 import re
 import sys
 
-FENCE = re.compile(r"(?:<!-- doc-test: (?P<marker>[^>]*?) -->\n)?```cpp\n(?P<body>.*?)^```", re.S | re.M)
+FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```", re.S | re.M)
+# Fences of other names for C++, which would be left out: refused, so that none is.
+OTHER_CPP = re.compile(r"^```(c\+\+|cxx|cc|hpp|cu|cuda|h)\s*$", re.M | re.I)
 MAIN = re.compile(r"\bint\s+main\s*\(")
 BACKENDS = {"onednn", "opencl", "cuda"}
 
@@ -44,6 +46,8 @@ def fail(message):
 def blocks(page):
     """Yields (number, marker words, body) for each ```cpp block of the page, from 1."""
     text = open(page, encoding="utf-8").read()
+    if other := OTHER_CPP.search(text):
+        fail(f"{page}: a ```{other.group(1)} block: write C++ as ```cpp, so that the tests compile it")
     for number, match in enumerate(FENCE.finditer(text), 1):
         yield number, (match.group("marker") or "").split(), match.group("body")
 
@@ -68,7 +72,7 @@ def items(page):
             unknown = set(args) - BACKENDS
             if unknown or (word == "needs" and not args):
                 fail(f"{page}: block {number}: 'needs' takes backends among {sorted(BACKENDS)}")
-            out.append([number, "", " ".join(args) or "-", header + body])
+            out.append([number, "", ",".join(args) or "-", header + body])
         else:
             fail(f"{page}: block {number}: unknown doc-test marker '{' '.join(marker)}'")
     for item in out:
@@ -78,17 +82,17 @@ def items(page):
 
 
 def code_lines(text):
-    """[(code, elision)] of C++ text: each line with comments and spacing taken out; a line
-    that held only a comment with "..." in it is an elision; other empty lines are dropped."""
+    """[(code, elision, line)] of C++ text: each line's code with comments and spacing taken
+    out; a line that held only a comment with "..." is an elision; other empty lines are
+    dropped."""
     text = re.sub(r"/\*(.*?)\*/", lambda m: "//" + m.group(1).replace("\n", " "), text, flags=re.S)
     out = []
     for line in text.splitlines():
         code, _, comment = line.partition("//")
-        code = re.sub(r"\s+", "", code)
-        if code:
-            out.append((code, False))
+        if squeezed := re.sub(r"\s+", "", code):
+            out.append((squeezed, False, line.strip()))
         elif "..." in comment:
-            out.append(("", True))
+            out.append(("", True, line.strip()))
     return out
 
 
@@ -96,7 +100,7 @@ def quotes(quoted, source, at=0):
     """Whether the quoted lines match source lines from index `at` on (see --help)."""
     if not quoted:
         return True
-    code, elision = quoted[0]
+    code, elision, _ = quoted[0]
     if elision:
         return any(quotes(quoted[1:], source, start) for start in range(at, len(source) + 1))
     return at < len(source) and source[at][0] == code and quotes(quoted[1:], source, at + 1)
@@ -119,8 +123,7 @@ def check_excerpt(page, number):
                 if quotes(quoted[:length], source, start):
                     best = length
                     break
-        shown = [code for code, elision in quoted if not elision]
-        wrong = quoted[best][0] if best < len(quoted) else shown[-1]
+        wrong = quoted[min(best, len(quoted) - 1)][2]
         fail(f"{os.path.basename(page)}: block {number} quotes {path}, but its lines are not lines of it: "
              f"the quote stops matching at '{wrong}' (mark lines left out with a '// ...' line)")
 
