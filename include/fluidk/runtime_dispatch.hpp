@@ -24,6 +24,9 @@
 #include <vector>
 
 #include "fluidk/operator.hpp"
+// With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
+// works with this header alone.
+#include "fluidk/transforms/cpu.hpp"
 #include "fluidk/transforms/runtime.hpp"
 
 namespace fluidk {

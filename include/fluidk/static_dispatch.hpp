@@ -19,6 +19,9 @@
 
 #include "fluidk/detail/pack.hpp"
 #include "fluidk/operator.hpp"
+// With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
+// works with this header alone.
+#include "fluidk/transforms/cpu.hpp"
 #include "fluidk/transforms/static_chain.hpp"
 
 namespace fluidk {

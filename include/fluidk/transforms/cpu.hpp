@@ -75,7 +75,15 @@ inline bool register_cpu_transforms() {
         registry.add(planning::step_kind::cast, cpu::id, data_layout::any, data_layout::any, d, e, &cpu_cast);
   return true;
 }
-inline const bool cpu_transforms_registered = register_cpu_transforms();
+// Registers the CPU's entries once, whichever asks first: the inline variable below, during
+// the static initialisation of a translation unit that includes this header, or the runtime
+// planner before its first plan, which may come earlier (from the static initialisation of
+// a translation unit initialised before every one that includes this header).
+inline bool cpu_transforms_ready() {
+  static const bool registered = register_cpu_transforms();
+  return registered;
+}
+inline const bool cpu_transforms_registered = cpu_transforms_ready();
 }  // namespace detail
 
 }  // namespace fluidk

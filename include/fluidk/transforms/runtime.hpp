@@ -178,6 +178,7 @@ class plan_cache {
   // Plans are kept per registration generation: one made before a copy or a transform was
   // registered is not served after it (the old one stays, so references to it stay valid).
   const transform_plan& get(const kernel_key& from, const kernel_key& to) {
+    cpu_transforms_ready();  // before the generation is read: the CPU's entries are always there
     const key k{from.ordinal(), to.ordinal(), from.place().device(), to.place().device(),
                 registration_generation().load(std::memory_order_acquire)};
     {

@@ -1,0 +1,9 @@
+// Includes nothing of fluidk: when the link puts it first, its static initialisation asks
+// runtime_dispatch_only.cpp for a CPU plan before any translation unit that registers the
+// CPU's transforms has been initialised.
+#include <string>
+
+namespace include_behaviour {
+std::string describe_cpu_plan();
+extern const std::string cpu_plan_at_static_init = describe_cpu_plan();
+}  // namespace include_behaviour
