@@ -839,3 +839,37 @@ TEST_CASE("text form: errors name the line and what was expected", "[program][te
         "fluidk: program text, line 2: operator 'test_sum' input slot 'X': variable 'a' is used before it is "
         "declared");
 }
+
+TEST_CASE("text form: every refusal is a parse_error that names its line", "[program][text]") {
+  auto message = [](std::string_view text) { return error_of([&] { parse_program(text); }); };
+  const std::string declared = "block 0\n  var a : LoDTensor float []\n";
+  // What append_op refuses is a parse error of the text too (an unknown operator stays
+  // not_registered, which says more).
+  for (const std::string& text :
+       {declared + "  op test_sum (Y: a) -> (Out: b)", declared + "  op test_sum (X: a, z) -> (Out: b)",
+        declared + "  op test_lookup_table_grad (W: a) -> (W@GRAD: g) {is_sparse: int 1}",
+        declared + "  op test_sum (X: a) -> (Out: b) {op_device: int 1}"}) {
+    INFO(text);
+    CHECK_THROWS_AS(parse_program(text), parse_error);
+    CHECK_THAT(message(text), Catch::StartsWith("fluidk: program text, line 3: "));
+  }
+  // A character no token starts with is shown, escaped when it is a control character.
+  CHECK(message("block 0\n  var x\x01y : LoDTensor float []") ==
+        "fluidk: program text, line 2: expected ':' after the variable name 'x', found '\\x01'");
+  CHECK(message("block 0\f") ==
+        "fluidk: program text, line 1: expected 'parent' or the end of the line after the block index, found "
+        "'\\x0c'");
+  // Integers that do not fit are refused with the line, never wrapped.
+  CHECK(message("block 0\n  var x : LoDTensor float [9223372036854775808]") ==
+        "fluidk: program text, line 2: a dimension (an integer) in the shape of 'x' '9223372036854775808' is "
+        "out of range");
+  CHECK(message("block 0\n  var x : LoDTensor float [-9223372036854775808]") ==
+        "fluidk: program text, line 2: dimension -9223372036854775808 in the shape of 'x': extents are "
+        "non-negative, or -1 for one known only at run time");
+  CHECK(message("block 18446744073709551616") ==
+        "fluidk: program text, line 1: a block index after 'block' '18446744073709551616' is out of range");
+  CHECK(message(declared + "  op test_sum (X: a) -> (Out: b) {n: int64s [1, 9223372036854775808]}") ==
+        "fluidk: program text, line 3: an integer for attribute 'n' '9223372036854775808' is out of range");
+  CHECK(message(declared + "  op test_sum (X: a) -> (Out: b) {n: float 1e39}") ==
+        "fluidk: program text, line 3: a number for attribute 'n' '1e39' is out of range");
+}

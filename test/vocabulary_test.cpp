@@ -65,7 +65,8 @@ TEST_CASE("each axis parses case-insensitively", "[vocabulary][parse]") {
   CHECK(parse_place("Place(cpu)") == cpu_place);
   CHECK(parse_place("host") == cpu_place);
   CHECK(parse_place("TestDev:2") == place::of<test_device>(2));
-  CHECK(parse_place("place( testdev : 4 )") == place::of<test_device>(4));
+  CHECK(parse_place(" place(testdev:4)\t") == place::of<test_device>(4));
+  CHECK(parse_place("testdev:007") == place::of<test_device>(7));
   CHECK(parse_place("testdev") == place::of<test_device>(0));
 }
 
@@ -84,6 +85,33 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_WITH(parse_place("testdev:x"), Catch::Contains("bad device id in place 'testdev:x'"));
   CHECK_THROWS_WITH(parse_place("testdev:-1"), Catch::Contains("bad device id"));
   CHECK_THROWS_WITH(parse_place("cpu:1"), Catch::Contains("kind 'cpu' has no device ids"));
+}
+
+TEST_CASE("a place is one word: no blanks, signs or empty parts inside", "[vocabulary][parse][place]") {
+  for (const char* text : {"testdev:", "testdev:+1", "testdev:-0", "testdev:1x", "testdev:0x1", "testdev::1"})
+    CHECK_THROWS_WITH(parse_place(text),
+                      Catch::Contains(std::string("bad device id in place '") + text + "'"));
+  for (const char* text : {"testdev: 1", "testdev :1", "Place( testdev:1)", "Place(testdev:1 )", "test dev"})
+    CHECK_THROWS_WITH(parse_place(text),
+                      Catch::Contains(std::string("place '") + text + "' has a blank inside") &&
+                          Catch::Contains("accepted: <kind>, <kind>:<device id> or Place(...)"));
+  CHECK_THROWS_WITH(parse_place("Place()"), Catch::Contains("place 'Place()' names no kind"));
+  CHECK_THROWS_WITH(parse_place(":1"), Catch::Contains("place ':1' names no kind"));
+  CHECK_THROWS_WITH(parse_place("Place(testdev:1"),
+                    Catch::Contains("place 'Place(testdev:1' does not end with ')'"));
+  CHECK_THROWS_WITH(parse_place("Place(testdev:1))"), Catch::Contains("bad device id"));
+  CHECK_THROWS_WITH(parse_place("Place(Place(cpu))"), Catch::Contains("unknown place 'Place(Place(cpu))'"));
+  // The device id is an int: one past its largest value is refused, not wrapped.
+  CHECK(parse_place("testdev:2147483647") == place::of<test_device>(2147483647));
+  CHECK_THROWS_WITH(parse_place("testdev:2147483648"),
+                    Catch::Contains("device id in place 'testdev:2147483648' is out of range; the largest is "
+                                    "2147483647"));
+  CHECK_THROWS_WITH(parse_place("testdev:99999999999999999999999"), Catch::Contains("is out of range"));
+  CHECK_THROWS_AS(parse_place("testdev: 1"), parse_error);
+  // Inside a kernel key the value may have blanks around it, as every field's may.
+  CHECK(parse_kernel_key(
+            "{data_type[float]; data_layout[NCHW]; place[ Place(testdev:3) ]; library_type[PLAIN]}")
+            .place() == place::of<test_device>(3));
   CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]; data_layout[NCHW]; place[Place(cpu)]}"),
                     Catch::Contains("missing field 'library_type'"));
   CHECK_THROWS_WITH(parse_kernel_key("{data_type[float]; layout[NCHW]}"),

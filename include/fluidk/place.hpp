@@ -8,6 +8,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -203,25 +204,42 @@ class place {
 
 inline constexpr place cpu_place{};
 
-// Reads "cpu", "Place(cpu)", "gpu:1", "Place(gpu:1)", "opencl" (device 0), case-insensitively.
+// Reads what place::to_string() prints and its short forms: "cpu", "Place(cpu)", "gpu:1",
+// "Place(gpu:1)", "opencl" (device 0); kinds and aliases case-insensitively. A place is one
+// word: blanks around it are ignored, blanks inside it are errors, and the device id is
+// decimal digits only (no sign) that fit in an int.
 inline place parse_place(std::string_view text) {
   std::string_view word = detail::trim(text);
   const std::string original(word);
-  if (word.size() > 7 && detail::iequals(word.substr(0, 6), "Place(") && word.back() == ')')
-    word = detail::trim(word.substr(6, word.size() - 7));
+  const auto& registry = detail::place_kind_registry::instance();
+  auto accepted = [&] {
+    return "; accepted: <kind>, <kind>:<device id> or Place(...) of either, with the kinds " +
+           registry.names();
+  };
+  if (word.size() >= 6 && detail::iequals(word.substr(0, 6), "Place(")) {
+    if (word.back() != ')') throw parse_error("place '" + original + "' does not end with ')'" + accepted());
+    word = word.substr(6, word.size() - 7);
+  }
+  for (const char c : word)
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+      throw parse_error("place '" + original + "' has a blank inside" + accepted());
   int device = 0;
   if (const auto colon = word.find(':'); colon != std::string_view::npos) {
-    const std::string_view digits = detail::trim(word.substr(colon + 1));
+    const std::string_view digits = word.substr(colon + 1);
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
-    if (ec != std::errc{} || end != digits.data() + digits.size() || device < 0)
-      throw parse_error("bad device id in place '" + original + "'; expected <kind>:<non-negative integer>");
-    word = detail::trim(word.substr(0, colon));
+    // from_chars takes a leading '-'; a device id has no sign.
+    if (digits.empty() || digits.front() < '0' || digits.front() > '9' ||
+        end != digits.data() + digits.size() || (ec != std::errc{} && ec != std::errc::result_out_of_range))
+      throw parse_error("bad device id in place '" + original +
+                        "'; expected <kind>:<device id>, the id in decimal digits");
+    if (ec == std::errc::result_out_of_range)
+      throw parse_error("device id in place '" + original + "' is out of range; the largest is " +
+                        std::to_string(std::numeric_limits<int>::max()));
+    word = word.substr(0, colon);
   }
-  const auto& registry = detail::place_kind_registry::instance();
+  if (word.empty()) throw parse_error("place '" + original + "' names no kind" + accepted());
   const place_kind_info* kind = registry.find(word);
-  if (kind == nullptr)
-    throw parse_error("unknown place '" + original + "'; accepted kinds: " + registry.names() +
-                      " (optionally with :<device id>, or as Place(...))");
+  if (kind == nullptr) throw parse_error("unknown place '" + original + "'" + accepted());
   if (!kind->has_device_id && device != 0)
     throw parse_error("place '" + original + "': kind '" + std::string(kind->name) + "' has no device ids");
   return place(*kind, device);

@@ -874,7 +874,14 @@ class program_line {
     std::string_view rest = text_.substr(pos_);
     std::size_t n = 0;
     while (n < rest.size() && is_name_char(rest[n])) ++n;
-    return text_cat("'", rest.substr(0, n == 0 ? 1 : n), "'");
+    if (n == 0) {
+      // A character no token starts with: a control character is shown as it would be
+      // written in a quoted string, so that the message shows it.
+      std::string shown;
+      write_quoted(shown, rest.substr(0, 1));
+      return text_cat("'", std::string_view(shown).substr(1, shown.size() - 2), "'");
+    }
+    return text_cat("'", rest.substr(0, n), "'");
   }
 
   std::string_view text_;
@@ -991,7 +998,8 @@ inline OpDesc parse_op(program_line& line) {
   return OpDesc(std::move(type), std::move(inputs), std::move(outputs), std::move(attrs));
 }
 
-// Rethrows the current fluidk exception with the line in front, keeping its type.
+// Rethrows the current fluidk exception with the line in front: an unknown operator stays
+// not_registered, every other error becomes a parse_error.
 [[noreturn]] inline void rethrow_at_line(std::size_t number) {
   const std::string prefix = text_cat("program text, line ", std::to_string(number), ": ");
   auto message = [&](const error& e) {
@@ -1003,10 +1011,10 @@ inline OpDesc parse_op(program_line& line) {
     throw;
   } catch (const not_registered& e) {
     throw not_registered(message(e));
-  } catch (const parse_error& e) {
-    throw parse_error(message(e));
   } catch (const error& e) {
-    throw error(message(e));
+    // Any other refusal of the text (an unknown slot, a variable used before it is declared,
+    // an attribute of the wrong kind) is a parse error of that line.
+    throw parse_error(message(e));
   }
 }
 
