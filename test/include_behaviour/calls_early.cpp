@@ -1,6 +1,7 @@
 // Includes nothing of fluidk: when the link puts it first, its static initialisation asks
-// runtime_dispatch_only.cpp for a CPU plan before any translation unit that registers the
-// CPU's transforms has been initialised.
+// runtime_dispatch_only.cpp for a CPU plan before any translation unit that includes a
+// fluidk header has been initialised (a registration from an inline variable would not be
+// there yet).
 #include <string>
 
 namespace include_behaviour {

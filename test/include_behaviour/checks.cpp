@@ -31,7 +31,7 @@ TEST_CASE("calls during static initialisation give what later calls give", "[inc
   CHECK(static_dispatch_at_static_init == run_by_static_dispatch());
 }
 
-TEST_CASE("a plan asked for before any header registered the CPU's transforms", "[include_behaviour]") {
+TEST_CASE("a plan asked for before any fluidk translation unit was initialised", "[include_behaviour]") {
   const std::string one_pass = "layout+cast NHWC/float->NCHW/float16 on Place(cpu)";
   CHECK(cpu_plan_at_static_init == one_pass);
   CHECK(describe_cpu_plan() == one_pass);

@@ -1,6 +1,7 @@
 // The CPU's transforms: layout changes among NCHW, NHWC, nChw8c and nChw16c, casts between
 // every pair of data types, and both fused in one pass, declared as trait specialisations
-// for the static path and registered in the runtime table for the runtime path.
+// for the static path and registered in the runtime table for the runtime path (on the
+// runtime planner's first use).
 #pragma once
 
 #include <type_traits>
@@ -75,15 +76,15 @@ inline bool register_cpu_transforms() {
         registry.add(planning::step_kind::cast, cpu::id, data_layout::any, data_layout::any, d, e, &cpu_cast);
   return true;
 }
-// Registers the CPU's entries once, whichever asks first: the inline variable below, during
-// the static initialisation of a translation unit that includes this header, or the runtime
-// planner before its first plan, which may come earlier (from the static initialisation of
-// a translation unit initialised before every one that includes this header).
+// Registers the CPU's entries once, when the runtime planner first plans (plan_cache calls
+// it), not from an inline variable: so the table is complete whenever the first plan comes,
+// even from the static initialisation of a translation unit initialised before every one
+// that includes this header, and a translation unit that includes a dispatch header but
+// makes no runtime call does not compile the CPU's kernels for it.
 inline bool cpu_transforms_ready() {
   static const bool registered = register_cpu_transforms();
   return registered;
 }
-inline const bool cpu_transforms_registered = cpu_transforms_ready();
 }  // namespace detail
 
 }  // namespace fluidk
