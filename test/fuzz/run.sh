@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# run.sh <harness> <corpus dir>: runs a libFuzzer harness for FLUIDK_FUZZ_SECONDS (20 by
-# default) on a scratch copy of the corpus. A crash leaves its input under
-# FLUIDK_FUZZ_ARTIFACTS (the scratch directory by default) and fails; the last lines give
-# the executions ("stat::number_of_executed_units").
+# run.sh <harness> <corpus dir>: the test of suite 'fuzz' for one libFuzzer harness. Runs it for
+# FLUIDK_FUZZ_SECONDS (20 by default) on a scratch copy of the corpus, so that the committed
+# corpus never gains files; prints the executions ("stat::number_of_executed_units"). A crash
+# fails the test and keeps its input under FLUIDK_FUZZ_ARTIFACTS (default: the scratch
+# directory, kept when the run fails and removed when it passes).
 set -euo pipefail
 harness=$1 corpus=$2
 seconds=${FLUIDK_FUZZ_SECONDS:-20}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/fluidk-fuzz.XXXXXX")
-trap 'rm -rf "$scratch/corpus"' EXIT
 mkdir -p "$scratch/corpus"
-cp "$corpus"/* "$scratch/corpus/" 2>/dev/null || true
+cp "$corpus"/* "$scratch/corpus/"
 artifacts=${FLUIDK_FUZZ_ARTIFACTS:-$scratch}
 mkdir -p "$artifacts"
 rc=0
@@ -18,6 +18,9 @@ rc=0
 grep -E '^stat::number_of_executed_units|^stat::new_units_added|^Done [0-9]+ runs' "$scratch/log" || true
 if [[ $rc -ne 0 ]]; then
   tail -n 60 "$scratch/log"
-  echo "fuzz: $(basename "$harness") failed (exit $rc); the input is in $artifacts" >&2
+  rm -rf "$scratch/corpus"
+  echo "fuzz: $(basename "$harness") failed (exit $rc); its input and log are in $artifacts and $scratch" >&2
+else
+  rm -rf "$scratch"
 fi
 exit $rc
