@@ -1,7 +1,7 @@
 // libFuzzer harness: the parsers of kernel keys, places, data types, layouts and libraries.
 // Every input is either accepted or refused with a fluidk::parse_error (any other exception
 // escapes and is a crash); what is accepted, printed and parsed again gives the same value,
-// which prints the same text.
+// which prints the same text; a key's ordinal gives the key back.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,8 +37,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const fluidk::parse_error&) {
     }
   };
-  check([](std::string_view t) { return fluidk::parse_kernel_key(t); },
-        [](const fluidk::kernel_key& k) { return k.to_string(); });
+  check(
+      [](std::string_view t) {
+        const fluidk::kernel_key key = fluidk::parse_kernel_key(t);
+        // A parsed key is one the ordinal table can hold and give back.
+        if (key.ordinal() >= fluidk::kernel_key::ordinal_count ||
+            !(fluidk::kernel_key::from_ordinal(key.ordinal(), key.place().device()) == key))
+          __builtin_trap();
+        return key;
+      },
+      [](const fluidk::kernel_key& k) { return k.to_string(); });
   check([](std::string_view t) { return fluidk::parse_place(t); },
         [](const fluidk::place& p) { return p.to_string(); });
   check([](std::string_view t) { return fluidk::parse_data_type(t); },
