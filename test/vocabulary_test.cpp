@@ -87,6 +87,17 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_WITH(parse_place("cpu:1"), Catch::Contains("kind 'cpu' has no device ids"));
 }
 
+TEST_CASE("words read from lines with CRLF ends parse", "[vocabulary][parse]") {
+  CHECK(parse_data_type("float\r") == data_type::float32);
+  CHECK(parse_data_layout("\tNHWC\r\n") == data_layout::nhwc);
+  CHECK(parse_library_type("PLAIN\r") == library_type::plain);
+  CHECK(parse_place("testdev:2\r\n") == place::of<test_device>(2));
+  CHECK(
+      parse_kernel_key("{data_type[float]; data_layout[NCHW]; place[Place(cpu)]; library_type[PLAIN]}\r\n") ==
+      kernel_key(cpu_place, data_type::float32, data_layout::nchw, library_type::plain));
+  CHECK_THROWS_WITH(parse_place("testdev:\r2"), Catch::Contains("has a blank inside"));
+}
+
 TEST_CASE("a place is one word: no blanks, signs or empty parts inside", "[vocabulary][parse][place]") {
   for (const char* text : {"testdev:", "testdev:+1", "testdev:-0", "testdev:1x", "testdev:0x1", "testdev::1"})
     CHECK_THROWS_WITH(parse_place(text),

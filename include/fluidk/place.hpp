@@ -221,8 +221,7 @@ inline place parse_place(std::string_view text) {
     word = word.substr(6, word.size() - 7);
   }
   for (const char c : word)
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-      throw parse_error("place '" + original + "' has a blank inside" + accepted());
+    if (detail::is_blank(c)) throw parse_error("place '" + original + "' has a blank inside" + accepted());
   int device = 0;
   if (const auto colon = word.find(':'); colon != std::string_view::npos) {
     const std::string_view digits = word.substr(colon + 1);

@@ -16,9 +16,13 @@ constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+// The blanks around a word: those the program text reader skips, and line ends (a word read
+// from a file with CRLF line ends keeps its '\r').
+constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 constexpr std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
   return s;
 }
 
