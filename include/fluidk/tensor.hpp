@@ -47,7 +47,7 @@ namespace detail {
 class buffer {
  public:
   buffer(const place& where, std::size_t bytes)
-      : entry_(&device_entry_for(where)),
+      : entry_((cpu_device_ready(), &device_entry_for(where))),
         where_(where),
         bytes_(bytes),
         handle_(entry_->allocate(where.device(), bytes)) {}

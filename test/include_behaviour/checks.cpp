@@ -12,7 +12,7 @@ std::string run_by_static_dispatch();
 std::string describe_cpu_plan();
 std::size_t accelerator_plan_steps();
 extern const std::string runtime_dispatch_at_static_init, executor_at_static_init,
-    static_dispatch_at_static_init, cpu_plan_at_static_init;
+    static_dispatch_at_static_init, cpu_plan_at_static_init, call_before_any_fluidk_unit;
 extern const bool accelerator_layout_registered;
 }  // namespace include_behaviour
 
@@ -35,6 +35,11 @@ TEST_CASE("a plan asked for before any fluidk translation unit was initialised",
   const std::string one_pass = "layout+cast NHWC/float->NCHW/float16 on Place(cpu)";
   CHECK(cpu_plan_at_static_init == one_pass);
   CHECK(describe_cpu_plan() == one_pass);
+}
+
+TEST_CASE("a call, with its allocations, before any fluidk translation unit was initialised",
+          "[include_behaviour]") {
+  CHECK(call_before_any_fluidk_unit == run_by_runtime_dispatch());
 }
 
 TEST_CASE("a plan made before a registration is not served after it", "[include_behaviour]") {

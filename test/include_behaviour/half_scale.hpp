@@ -40,10 +40,15 @@ inline fluidk::Tensor nhwc_input() {
 
 // "<data type> <layout>: v0 v1 ..." of a CPU tensor of float16.
 inline std::string describe(const fluidk::Tensor& t) {
-  std::string out =
-      std::string(fluidk::name_of(t.dtype())) + " " + std::string(fluidk::name_of(t.layout())) + ":";
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    out += " " + std::to_string(int(float(t.data<fluidk::float16>()[i])));
+  // Appended piece by piece: `" " + temporary` makes g++ 12 at -O3 report a false -Wrestrict.
+  std::string out(fluidk::name_of(t.dtype()));
+  out += ' ';
+  out += fluidk::name_of(t.layout());
+  out += ':';
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    out += ' ';
+    out += std::to_string(int(float(t.data<fluidk::float16>()[i])));
+  }
   return out;
 }
 

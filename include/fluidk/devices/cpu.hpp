@@ -48,7 +48,15 @@ struct copy_traits<cpu, cpu> {
 };
 
 namespace detail {
-inline const bool cpu_device_registered = register_device<cpu>() && register_copy<cpu, cpu>();
+// Registers the CPU device once, whichever asks first: the inline variable below, during the
+// static initialisation of a translation unit that includes this header, or the first
+// tensor allocated, which may come earlier (from the static initialisation of a translation
+// unit initialised before every one that includes this header).
+inline bool cpu_device_ready() {
+  static const bool registered = register_device<cpu>() && register_copy<cpu, cpu>();
+  return registered;
 }
+inline const bool cpu_device_registered = cpu_device_ready();
+}  // namespace detail
 
 }  // namespace fluidk
