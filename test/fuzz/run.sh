@@ -13,14 +13,14 @@ cp "$corpus"/* "$scratch/corpus/"
 artifacts=${FLUIDK_FUZZ_ARTIFACTS:-$scratch}
 mkdir -p "$artifacts"
 rc=0
+# libFuzzer's exit code for a crash is 77 by default, which Meson reads as "skipped".
 "$harness" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" "$scratch/corpus" 2>"$scratch/log" || rc=$?
+  -error_exitcode=1 -timeout_exitcode=1 -artifact_prefix="$artifacts/" "$scratch/corpus" 2>"$scratch/log" || rc=$?
 grep -E '^stat::number_of_executed_units|^stat::new_units_added|^Done [0-9]+ runs' "$scratch/log" || true
 if [[ $rc -ne 0 ]]; then
   tail -n 60 "$scratch/log"
   rm -rf "$scratch/corpus"
-  echo "fuzz: $(basename "$harness") failed (exit $rc); its input and log are in $artifacts and $scratch" >&2
-else
-  rm -rf "$scratch"
+  echo "fuzz: $(basename "$harness") failed (exit $rc); its input is in $artifacts, its log in $scratch/log" >&2
+  exit 1  # never 77, whatever the harness returned
 fi
-exit $rc
+rm -rf "$scratch"
