@@ -511,3 +511,67 @@ TEST_CASE("the runtime table is filled on first use, concurrently, the same for 
   operator_registry::instance().set_fallback_reporter(nullptr);
   CHECK(agree == 400);
 }
+
+namespace {
+// Operators registered while other threads look names up: enough of them that the name
+// index grows (it starts with 16 slots) several times during the lookups.
+template <int I>
+struct late_op {
+  static constexpr std::array<char, 12> spelled{'l',
+                                                'a',
+                                                't',
+                                                'e',
+                                                '_',
+                                                'o',
+                                                'p',
+                                                '_',
+                                                char('0' + I / 100),
+                                                char('0' + I / 10 % 10),
+                                                char('0' + I % 10),
+                                                '\0'};
+  static constexpr std::string_view name{spelled.data(), 11};
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(scale_cpu<float>{}));
+};
+template <int... I>
+void register_late_ops(std::integer_sequence<int, I...>) {
+  (register_operator<late_op<I>>(), ...);
+}
+}  // namespace
+
+TEST_CASE("operators are found by name while others register, without a lock", "[dispatch][threads]") {
+  constexpr int count = 96;
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&] {
+      // Every name already registered is found and gives its own operator; an unknown one is
+      // never found; a late one is either not there yet or the right operator.
+      while (!done.load(std::memory_order_acquire)) {
+        const operator_info* conv = operator_registry::instance().find("conv2d_test");
+        if (conv != &conv_info) ++wrong;
+        if (operator_registry::instance().find("no_such_operator") != nullptr) ++wrong;
+        for (int i = 0; i < count; i += 7) {
+          const std::string name =
+              "late_op_" + std::string(1, char('0' + i / 100)) + char('0' + i / 10 % 10) + char('0' + i % 10);
+          if (const operator_info* op = operator_registry::instance().find(name); op && op->name() != name)
+            ++wrong;
+        }
+      }
+    });
+  register_late_ops(std::make_integer_sequence<int, count>{});
+  done.store(true, std::memory_order_release);
+  for (auto& reader : readers) reader.join();
+  CHECK(wrong == 0);
+  for (int i = 0; i < count; ++i) {
+    const std::string name =
+        "late_op_" + std::string(1, char('0' + i / 100)) + char('0' + i / 10 % 10) + char('0' + i % 10);
+    const operator_info* op = operator_registry::instance().find(name);
+    REQUIRE(op != nullptr);
+    CHECK(op->name() == name);
+  }
+  CHECK(operator_registry::instance().find("late_op_") == nullptr);
+  CHECK(operator_registry::instance().find("") == nullptr);
+}

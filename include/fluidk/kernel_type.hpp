@@ -5,6 +5,7 @@
 
 #include <compare>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -23,9 +24,9 @@ class kernel_key {
   static constexpr std::size_t ordinal_count =
       max_place_kinds * data_type_count * data_layout_count * library_type_count;
 
-  constexpr kernel_key() noexcept = default;
+  constexpr kernel_key() noexcept : in_kind_(ordinal_in_kind(dtype_, layout_, library_)) {}
   constexpr kernel_key(fluidk::place p, data_type d, data_layout l, library_type lib) noexcept
-      : place_(p), dtype_(d), layout_(l), library_(lib) {}
+      : place_(p), dtype_(d), layout_(l), library_(lib), in_kind_(ordinal_in_kind(d, l, lib)) {}
 
   constexpr fluidk::place place() const noexcept { return place_; }
   constexpr data_type dtype() const noexcept { return dtype_; }
@@ -39,17 +40,14 @@ class kernel_key {
 
   // Dense and unique over the key space, ignoring the device id: usable as a table index.
   constexpr std::size_t ordinal() const noexcept {
-    return ((std::size_t(place_.kind_id()) * data_type_count + index_of(dtype_)) * data_layout_count +
-            index_of(layout_)) *
-               library_type_count +
-           index_of(library_);
+    return std::size_t(place_.kind_id()) * keys_per_place_kind + in_kind_;
   }
 
   // The ordinal within the keys of the same place kind: ordinal() % keys per place kind.
-  constexpr std::size_t ordinal_in_kind() const noexcept {
-    return (std::size_t(index_of(dtype_)) * data_layout_count + index_of(layout_)) * library_type_count +
-           index_of(library_);
-  }
+  // Kept in the key (computed when it is made): kernel lookup indexes with it on every call.
+  constexpr std::size_t ordinal_in_kind() const noexcept { return in_kind_; }
+
+  static constexpr std::size_t keys_per_place_kind = data_type_count * data_layout_count * library_type_count;
 
   // The inverse of ordinal(); the place kind must be known to the runtime.
   static kernel_key from_ordinal(std::size_t ordinal, int device = 0) {
@@ -99,10 +97,17 @@ class kernel_key {
   friend std::ostream& operator<<(std::ostream& os, const kernel_key& key) { return os << key.to_string(); }
 
  private:
+  static constexpr std::uint16_t ordinal_in_kind(data_type d, data_layout l, library_type lib) noexcept {
+    return std::uint16_t((std::size_t(index_of(d)) * data_layout_count + index_of(l)) * library_type_count +
+                         index_of(lib));
+  }
+  static_assert(keys_per_place_kind <= 0xffff);
+
   fluidk::place place_{};
   data_type dtype_ = data_type::float32;
   data_layout layout_ = data_layout::any;
   library_type library_ = library_type::plain;
+  std::uint16_t in_kind_;  // ordinal_in_kind(dtype_, layout_, library_), in what would be padding
 };
 
 // The compile-time key of a kernel.

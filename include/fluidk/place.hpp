@@ -158,9 +158,12 @@ bool register_place_kind() {
 // kernel on GPU 0 needs it. `same_kind` is what kernel lookup uses.
 class place {
  public:
-  constexpr place() noexcept : kind_(&detail::place_info<cpu>) {}
+  constexpr place() noexcept : kind_(&detail::place_info<cpu>), kind_id_(cpu::id), host_accessible_(true) {}
   constexpr place(const place_kind_info& kind, int device) noexcept
-      : kind_(&kind), device_(kind.has_device_id ? device : 0) {}
+      : kind_(&kind),
+        device_(kind.has_device_id ? device : 0),
+        kind_id_(kind.id),
+        host_accessible_(kind.host_accessible) {}
 
   template <class P>
   static constexpr place of(int device = 0) noexcept {
@@ -171,18 +174,18 @@ class place {
   }
 
   constexpr const place_kind_info& kind() const noexcept { return *kind_; }
-  constexpr place_kind_id kind_id() const noexcept { return kind_->id; }
+  constexpr place_kind_id kind_id() const noexcept { return kind_id_; }
   constexpr int device() const noexcept { return device_; }
-  constexpr bool host_accessible() const noexcept { return kind_->host_accessible; }
+  constexpr bool host_accessible() const noexcept { return host_accessible_; }
 
   template <class P>
   constexpr bool is() const noexcept {
-    return detail::place_check<P>::value && kind_->id == P::id;
+    return detail::place_check<P>::value && kind_id_ == P::id;
   }
-  constexpr bool same_kind(const place& other) const noexcept { return kind_->id == other.kind_->id; }
+  constexpr bool same_kind(const place& other) const noexcept { return kind_id_ == other.kind_id_; }
 
   friend constexpr bool operator==(const place& a, const place& b) noexcept {
-    return a.kind_->id == b.kind_->id && a.device_ == b.device_;
+    return a.kind_id_ == b.kind_id_ && a.device_ == b.device_;
   }
 
   std::string to_string() const {
@@ -200,6 +203,11 @@ class place {
  private:
   const place_kind_info* kind_;
   int device_ = 0;
+  // The kind's id and whether the host reads its memory, kept beside the device id (in what
+  // would be padding): kernel lookup and typed access read them on every call, and this
+  // saves following kind_.
+  place_kind_id kind_id_;
+  bool host_accessible_;
 };
 
 inline constexpr place cpu_place{};

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/name_index.hpp"
 #include "fluidk/operator.hpp"
 // With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
 // works with this header alone.
@@ -55,7 +56,6 @@ class BlockDesc;
 using infer_var_type_function = void (*)(const OpDesc& op, BlockDesc& block);
 
 namespace detail {
-inline constexpr std::size_t keys_per_place_kind = data_type_count * data_layout_count * library_type_count;
 
 template <class K>
 void call_kernel(const void* kernel, execution_context& context) {
@@ -161,7 +161,7 @@ class operator_info {
     std::uint16_t strict = no_entry;             // fallback_policy::none
     std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
   };
-  using subtable = std::array<table_entry, detail::keys_per_place_kind>;
+  using subtable = std::array<table_entry, kernel_key::keys_per_place_kind>;
 
   operator_info() = default;
 
@@ -170,7 +170,7 @@ class operator_info {
     const std::lock_guard lock(table_mutex_);
     std::atomic<const subtable*>& slot = tables_[kind.id];
     if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
-    static_assert(kernel_key::ordinal_count == max_place_kinds * detail::keys_per_place_kind);
+    static_assert(kernel_key::ordinal_count == max_place_kinds * kernel_key::keys_per_place_kind);
     auto sub = std::make_unique<subtable>();
     const place where(kind, 0);
     for (std::size_t d = 0; d < data_type_count; ++d)
@@ -202,7 +202,8 @@ class operator_info {
 // The operators known at run time, each registered once with register_operator<Op>().
 class operator_registry {
  public:
-  static operator_registry& instance() {
+  // Inline, so that a call's lookup does not pay a call for it.
+  [[gnu::always_inline]] static operator_registry& instance() {
     static operator_registry registry;
     return registry;
   }
@@ -216,6 +217,7 @@ class operator_registry {
     auto& slot = operators_[std::string(Op::name)];
     if (!slot) {
       slot = operator_info::make<Op>();
+      index_.insert(Op::name, slot.get());
     } else if (slot->type() != typeid(Op)) {
       throw registration_error("operator name '" + std::string(Op::name) + "' is taken by " +
                                slot->type_name() + "; cannot register " + detail::type_name_of<Op>() +
@@ -224,11 +226,10 @@ class operator_registry {
     return *slot;
   }
 
-  const operator_info* find(std::string_view name) const {
-    const std::shared_lock lock(mutex_);
-    const auto it = operators_.find(name);
-    return it == operators_.end() ? nullptr : it->second.get();
-  }
+  // The operator registered under `name`, or nullptr. Takes no lock: a name index that
+  // registrations publish atomically (detail::name_index), so that a by-name call costs a hash
+  // and a probe even while another thread registers.
+  const operator_info* find(std::string_view name) const noexcept { return index_.find(name); }
 
   const operator_info& get(std::string_view name) const {
     if (const operator_info* op = find(name)) return *op;
@@ -258,9 +259,11 @@ class operator_registry {
     global_fallback_.store(policy ? int(*policy) : -1, std::memory_order_relaxed);
   }
   std::optional<fallback_policy> global_fallback() const noexcept {
-    const int global = global_fallback_.load(std::memory_order_relaxed);
+    const int global = global_fallback_code();
     return global < 0 ? std::nullopt : std::optional<fallback_policy>(fallback_policy(global));
   }
+  // The same as a number: -1 when none is set, else the fallback_policy's value.
+  int global_fallback_code() const noexcept { return global_fallback_.load(std::memory_order_relaxed); }
   fallback_policy effective_fallback(const operator_info& op) const noexcept {
     return global_fallback().value_or(op.fallback());
   }
@@ -292,8 +295,11 @@ class operator_registry {
   }
 
  private:
+  // Registration and listing: the map owns the operators, in name order, under the mutex;
+  // lookups go through the index.
   mutable std::shared_mutex mutex_;
   std::map<std::string, std::unique_ptr<operator_info>, std::less<>> operators_;
+  detail::name_index<operator_info> index_;
   std::atomic<int> global_fallback_{-1};
   mutable std::mutex fallback_mutex_;
   std::map<std::pair<std::string, kernel_key>, std::size_t> fallbacks_;
@@ -351,17 +357,21 @@ inline const Tensor* tensor_of(const Variable& v) {
   return nullptr;
 }
 
-// Appends the inputs a variable holds as the rules see them: its tensor `t` (tensor_of(*v),
-// or a bare tensor with v null), or each element of a LoDTensorArray; nothing for an empty
-// variable or tensor.
-inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
-                                std::vector<input_state>& out) {
+// The inputs a variable holds as the rules see them, each passed to f(input_state): its
+// tensor `t` (tensor_of(*v), or a bare tensor with v null), or each element of a
+// LoDTensorArray; nothing for an empty variable or tensor.
+template <class F>
+void for_each_input_state(const Variable* v, const Tensor* t, std::uint32_t slot, F&& f) {
   if (t != nullptr) {
-    if (t->initialized()) out.push_back({slot, key_of(*t)});
+    if (t->initialized()) f(input_state{slot, key_of(*t)});
   } else if (v != nullptr && v->is<LoDTensorArray>()) {
     for (const LoDTensor& element : v->get<LoDTensorArray>())
-      if (element.initialized()) out.push_back({slot, key_of(element)});
+      if (element.initialized()) f(input_state{slot, key_of(element)});
   }
+}
+inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
+                                std::vector<input_state>& out) {
+  for_each_input_state(v, t, slot, [&](const input_state& state) { out.push_back(state); });
 }
 inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
   append_input_states(v, v != nullptr ? tensor_of(*v) : nullptr, slot, out);
