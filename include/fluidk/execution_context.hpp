@@ -205,8 +205,10 @@ class execution_context {
     throw error("operator '" + std::string(op_) + "' has no " + what + " slot '" + std::string(slot) + "'");
   }
   kernel_arg& arg(const slot_args& args, std::size_t slot, std::size_t i, const char* what) const {
-    if (slot >= args.slot_count() || i >= args.slot(slot).size()) missing(slot, i, what);
-    return args.slot(slot)[i];
+    const std::span<const std::uint32_t> offsets = args.offsets;
+    if (slot + 1 >= offsets.size() || i >= offsets[slot + 1] - offsets[slot]) [[unlikely]]
+      missing(slot, i, what);
+    return args.args[offsets[slot] + i];
   }
   // Out of line and cold: every kernel calls arg(), and the message is only built on error.
   [[noreturn, gnu::cold, gnu::noinline]] void missing(std::size_t slot, std::size_t i,

@@ -168,7 +168,7 @@ class transfer_cache {
 class Executor {
  public:
   explicit Executor(fluidk::place where, std::size_t cache_bytes = std::size_t(1) << 30)
-      : place_(where), cache_(cache_bytes) {}
+      : place_(where), cache_(cache_bytes), registry_(&operator_registry::instance()) {}
 
   const fluidk::place& place() const noexcept { return place_; }
   const executor_stats& stats() const noexcept { return stats_; }
@@ -182,35 +182,90 @@ class Executor {
   // scope when missing), attributes read. Valid while the scope lives.
   class prepared {
    public:
+    prepared() = default;
+    // Moved, never copied: the kernels' contexts point into its own arrays.
+    prepared(prepared&&) noexcept = default;
+    prepared& operator=(prepared&&) noexcept = default;
+    prepared(const prepared&) = delete;
+    prepared& operator=(const prepared&) = delete;
+
     std::size_t size() const noexcept { return ops_.size(); }
 
    private:
     friend class Executor;
+    // One input of one operator, and the key of its tensor when the last choice was made
+    // (kept when every input had exactly one state, the common case).
+    struct input {
+      Variable* variable;
+      const place_kind_info* kind = nullptr;
+      int device = 0;
+      data_type dtype{};
+      data_layout layout{};
+      std::uint32_t slot = 0;
+      // Whether `t` has the key kept: then the input's state, {slot, key_of(t)}, is the one
+      // the choice was made for (input_state's equality, with the place kind compared by its
+      // description's address: a false "no" only makes the choice again).
+      bool same_key(const Tensor& t) const noexcept {
+        return &t.place().kind() == kind && t.place().device() == device && t.dtype() == dtype &&
+               t.layout() == layout;
+      }
+      void keep(const kernel_key& key) noexcept {
+        kind = &key.place().kind();
+        device = key.place().device();
+        dtype = key.dtype();
+        layout = key.layout();
+      }
+    };
+    // What every run reads of an operator. The operators, their inputs, outputs and slot
+    // offsets each lie in one array for the whole program, in program order: a run walks
+    // each array from start to end, so the hardware prefetches what the next operator needs
+    // (a long program does not stay in L1, and each line of it read per operator would be a
+    // miss).
     struct op {
       const operator_info* info;
-      std::vector<Variable*> inputs, outputs;
-      std::vector<std::uint32_t> input_offsets, output_offsets;
+      const kernel_entry* entry = nullptr;  // the last choice's kernel; null before the first run
+      device_context* context = nullptr;    // of the kernel's place
+      kernel_key chosen;                    // the kernel's key on the device it runs on
+      std::uint32_t first_input = 0, input_count = 0;
+      std::uint32_t first_output = 0, output_count = 0;
+      std::uint32_t first_offset = 0;  // input_slots + 1 input offsets, then output_slots + 1
+      std::uint16_t input_slots = 0, output_slots = 0;
+      std::int8_t policy = -1;  // the global policy of the last choice; -1: none set
+      bool fell_back = false;
+      bool moves = false;           // some input has a target (rule 3)
+      bool one_state_each = false;  // at the last choice, every input had exactly one state
+      // A kernel is chosen, every input had one state, no fallback, nothing moves: a run
+      // whose inputs have the kept keys only calls the kernel.
+      bool plain = false;
+    };
+    // What a run reads only on a new choice, when an input moves, or when the inputs are not
+    // one tensor each.
+    struct local {  // this run's transfer-scope variables
+      const Variable* source;
+      kernel_key target;
+      Variable* variable;
+      Scope* scope;
+    };
+    struct cold {
+      std::uint32_t first_arg = 0;  // into args_
       attribute_map attrs;
-      selection_request request;     // what the attributes ask for, read once
-      std::vector<kernel_arg> args;  // reused across runs
-      std::vector<input_state> states;
-      std::vector<const Tensor*> tensors;  // tensor_of each input, this run
-      struct local {                       // this run's transfer-scope variables
-        const Variable* source;
-        kernel_key target;
-        Variable* variable;
-        Scope* scope;
-      };
-      std::vector<local> locals;
-      // The last run's choice, the inputs and policy it was made for, and the device
-      // context of the kernel's place.
-      std::optional<kernel_choice> last_choice;
+      selection_request request;  // what the attributes ask for, read once
+      kernel_key expected;        // of the last choice
       std::vector<input_state> last_states;
-      std::optional<fallback_policy> last_policy;
-      device_context* context = nullptr;
+      std::vector<std::optional<kernel_key>> targets;  // rule 3's target of each input
+      std::vector<local> locals;
     };
     Scope* scope_ = nullptr;
     std::vector<op> ops_;
+    std::vector<input> inputs_;
+    std::vector<Variable*> input_variables_, output_variables_;
+    std::vector<std::uint32_t> offsets_;
+    // Each operator's kernel arguments (its inputs, then its outputs) and its kernel's
+    // context over them, made on each new choice: a run of an unchanged operator builds
+    // neither. An input that moves has its argument pointed at its copy for the run.
+    std::vector<kernel_arg> args_;
+    std::vector<execution_context> contexts_;
+    std::vector<cold> cold_;
   };
 
   prepared prepare(std::span<const op_invocation> ops, Scope& scope) const {
@@ -219,14 +274,16 @@ class Executor {
     for (const op_invocation& call : ops) {
       prepared::op o;
       o.info = &find_operator(call.type);
+      // Appends the variables of the declared slots in order, and the slots' offsets.
       auto bind = [&](const auto& given, std::span<const std::string_view> declared, const char* what,
-                      std::vector<Variable*>& vars, std::vector<std::uint32_t>& offsets) {
+                      std::vector<Variable*>& vars) {
         for (const auto& [slot, names] : given) {
           bool known = false;
           for (std::string_view d : declared) known = known || d == slot;
           if (!known) throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
         }
-        offsets.assign(1, 0);
+        const std::size_t first = vars.size();
+        p.offsets_.push_back(0);
         for (std::string_view d : declared) {
           for (const auto& [slot, names] : given)
             if (slot == d)
@@ -234,22 +291,44 @@ class Executor {
                 Variable* v = scope.find_var(name);
                 vars.push_back(v != nullptr ? v : &scope.var(name));
               }
-          offsets.push_back(std::uint32_t(vars.size()));
+          p.offsets_.push_back(std::uint32_t(vars.size() - first));
         }
       };
-      bind(call.inputs, o.info->inputs(), "input", o.inputs, o.input_offsets);
-      bind(call.outputs, o.info->outputs(), "output", o.outputs, o.output_offsets);
-      o.attrs = call.attrs;
-      o.request = request_of(*o.info, place_, o.attrs);
-      o.args.resize(o.inputs.size() + o.outputs.size());
-      o.tensors.resize(o.inputs.size());
-      p.ops_.push_back(std::move(o));
+      o.first_offset = std::uint32_t(p.offsets_.size());
+      o.first_input = std::uint32_t(p.input_variables_.size());
+      bind(call.inputs, o.info->inputs(), "input", p.input_variables_);
+      o.input_count = std::uint32_t(p.input_variables_.size() - o.first_input);
+      o.input_slots = std::uint16_t(o.info->inputs().size());
+      o.first_output = std::uint32_t(p.output_variables_.size());
+      bind(call.outputs, o.info->outputs(), "output", p.output_variables_);
+      o.output_count = std::uint32_t(p.output_variables_.size() - o.first_output);
+      o.output_slots = std::uint16_t(o.info->outputs().size());
+      for (std::uint16_t slot = 0; slot < o.input_slots; ++slot) {
+        const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
+        for (std::uint32_t i = offsets[slot]; i < offsets[slot + 1]; ++i)
+          p.inputs_.push_back({.variable = p.input_variables_[o.first_input + i], .slot = slot});
+      }
+      prepared::cold c;
+      c.attrs = call.attrs;
+      c.request = request_of(*o.info, place_, c.attrs);
+      c.targets.resize(o.input_count);
+      c.first_arg = std::uint32_t(p.args_.size());
+      for (std::uint32_t i = 0; i < o.input_count; ++i)
+        p.args_.emplace_back(p.input_variables_[o.first_input + i]);
+      for (std::uint32_t i = 0; i < o.output_count; ++i)
+        p.args_.emplace_back(p.output_variables_[o.first_output + i]);
+      p.ops_.push_back(o);
+      p.cold_.push_back(std::move(c));
     }
+    // A context for each operator over its arguments, made again by each choice.
+    p.contexts_.reserve(p.ops_.size());
+    for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
     return p;
   }
 
   void run(prepared& p) {
-    for (prepared::op& o : p.ops_) run_op(o, *p.scope_);
+    const std::size_t count = p.ops_.size();
+    for (std::size_t i = 0; i < count; ++i) run_op(p, i);
   }
 
   // Prepares and runs once.
@@ -273,89 +352,172 @@ class Executor {
   void run(const BlockDesc& block, Scope& scope) { run(invocations(block), scope); }
 
  private:
-  void run_op(prepared::op& o, Scope& scope) {
-    const operator_info& info = *o.info;
-    const std::size_t slots = o.input_offsets.size() - 1;
-    // The kernel: rules 1 and 2 of kernel_choice.hpp, as every path applies them.
-    o.states.clear();
-    for (std::size_t s = 0; s < slots; ++s)
-      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
-        o.tensors[i] = tensor_of(*o.inputs[i]);
-        append_input_states(o.inputs[i], o.tensors[i], std::uint32_t(s), o.states);
-      }
-    // The rule is a function of the inputs' keys, the attributes (read at prepare) and the
-    // fallback policy: while those are what they were on the last run, so is its result.
-    const std::optional<fallback_policy> policy = operator_registry::instance().global_fallback();
-    if (!o.last_choice || o.states != o.last_states || policy != o.last_policy) {
-      const kernel_key expected = expected_kernel_key(info, o.states, o.request);
-      o.last_choice = choose_kernel(info, expected);
-      o.last_states = o.states;
-      o.last_policy = policy;
-      o.context = &context_of(o.last_choice->chosen.place());
-    } else if (o.last_choice->fell_back) {
-      operator_registry::instance().note_fallback(
-          {info.name(), o.last_choice->expected, o.last_choice->chosen});  // counted every time
-    }
-    const kernel_choice& choice = *o.last_choice;
-    const kernel_key& expected = choice.expected;
-    if (choice.fell_back) ++stats_.fallbacks;
-    op_trace* trace = trace_ != nullptr
-                          ? &trace_->emplace_back(op_trace{
-                                std::string(info.name()), expected, choice.chosen, choice.fell_back, {}})
-                          : nullptr;
+  static std::int8_t policy_code(std::optional<fallback_policy> policy) noexcept {
+    return policy ? std::int8_t(*policy) : std::int8_t(-1);
+  }
 
-    // Inputs: the variable itself, or its transformed copy in a child scope (deleted when
-    // the operator is done, or fails). A variable given to two slots that need different
-    // copies gets the second in a scope of its own below the first.
+  // One operator of a run. The common case, an operator whose inputs have the keys of the
+  // last run and none of which moves, is inline and short: a program's operators are many
+  // and most of their kernels small. The rest is out of line.
+  [[gnu::always_inline]] inline void run_op(prepared& p, std::size_t index) {
+    prepared::op& o = p.ops_[index];
+    // Rules 1 to 3 of kernel_choice.hpp are functions of the inputs' states, of the
+    // attributes (read at prepare) and of the fallback policy: while those are what they were
+    // at the last choice, so are the kernel and each input's target. The states are compared
+    // as they are read, without being stored: one tensor each, against each input's kept
+    // key (where every input had one), else all of them against the last list.
+    bool plain = o.plain && registry_->global_fallback_code() == o.policy && trace_ == nullptr;
+    const prepared::input* in = p.inputs_.data() + o.first_input;
+    for (std::uint32_t i = 0; i < o.input_count && plain; ++i) {
+      const Tensor* t = tensor_of(*in[i].variable);
+      plain = t != nullptr && t->initialized() && in[i].same_key(*t);
+    }
+    if (!plain) [[unlikely]] {
+      run_op_slowly(p, index);
+      return;
+    }
+    clear_output_lods({p.output_variables_.data() + o.first_output, o.output_count},
+                      {p.input_variables_.data() + o.first_input, o.input_count});
+    (*o.entry)(p.contexts_[index]);
+    ++stats_.ops_run;
+  }
+
+  // An operator with something to do besides the call: a new choice (inputs of other keys,
+  // another policy, or inputs that are not one tensor each), a fallback to count, inputs to
+  // move or a trace to write.
+  [[gnu::noinline]] void run_op_slowly(prepared& p, std::size_t index) {
+    prepared::op& o = p.ops_[index];
+    const std::optional<fallback_policy> policy = registry_->global_fallback();
+    const bool same = o.entry != nullptr && policy_code(policy) == o.policy &&
+                      same_states(p, o, {p.inputs_.data() + o.first_input, o.input_count});
+    if (!same) {
+      choose(p, index, policy);
+    } else if (o.fell_back) {
+      registry_->note_fallback({o.info->name(), p.cold_[index].expected, o.chosen});  // counted every time
+    }
+    if (o.fell_back) ++stats_.fallbacks;
+    op_trace* trace =
+        trace_ != nullptr
+            ? &trace_->emplace_back(
+                  op_trace{std::string(o.info->name()), p.cold_[index].expected, o.chosen, o.fell_back, {}})
+            : nullptr;
+    // An input that moves is read from its copy in a child scope, deleted when the operator
+    // is done, or fails.
     Scope* child = nullptr;
-    o.locals.clear();
     struct child_guard {
       Scope& parent;
       Scope*& child;
       ~child_guard() {
         if (child != nullptr) parent.delete_scope(*child);
       }
-    } guard{scope, child};
-    for (std::size_t s = 0; s < slots; ++s) {
-      for (std::uint32_t i = o.input_offsets[s]; i < o.input_offsets[s + 1]; ++i) {
-        Variable* v = o.inputs[i];
-        o.args[i] = kernel_arg(v);
-        const std::optional<kernel_key> target =
-            input_transform_target(info.rules(), s, *v, o.tensors[i], choice.chosen);
-        if (!target) continue;
-        const executor_stats before = stats_;
-        std::uint64_t bytes = 0;
-        const Variable& transformed = preparing_input(info, s, *v, choice.chosen, [&]() -> const Variable& {
-          bytes = copied_bytes(info.rules(), s, *v, choice.chosen);
-          return cache_.get(*v, *target, bytes, stats_, [&](Variable& into) {
-            transform_input(info.rules(), s, *v, *target, choice.chosen, into);
-          });
-        });
-        if (trace != nullptr) {
-          const Tensor* t = tensor_of(*v);
-          const kernel_key from = t != nullptr ? key_of(*t) : key_of(first_element(*v));
-          const std::string chain = plan_transform(from, *target).describe();
-          trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
-                                   t != nullptr ? chain : "each element: " + chain,
-                                   stats_.bytes_copied - before.bytes_copied,
-                                   stats_.cache_hits > before.cache_hits});
-        }
-        if (child == nullptr) {
-          child = &scope.new_scope();
-          ++stats_.child_scopes;
-        }
-        o.args[i] = kernel_arg(&local_for(o, *child, *v, *target, transformed));
-      }
-    }
-    const std::size_t first_output = o.inputs.size();
-    for (std::size_t i = 0; i < o.outputs.size(); ++i) o.args[first_output + i] = kernel_arg(o.outputs[i]);
-    clear_output_lods(o.outputs, o.inputs);
-    const std::span<kernel_arg> args(o.args);
-    execution_context context(info.name(), info.inputs(), info.outputs(), *o.context, choice.chosen,
-                              {args.first(first_output), o.input_offsets},
-                              {args.subspan(first_output), o.output_offsets}, o.attrs);
-    (*choice.entry)(context);
+    } guard{*p.scope_, child};
+    if (o.moves) move_inputs(p, index, child, trace);
+    clear_output_lods({p.output_variables_.data() + o.first_output, o.output_count},
+                      {p.input_variables_.data() + o.first_input, o.input_count});
+    (*o.entry)(p.contexts_[index]);
     ++stats_.ops_run;
+  }
+
+  // The context of operator `index`'s kernel, over its arguments in args_.
+  static execution_context context_for(prepared& p, std::size_t index) {
+    const prepared::op& o = p.ops_[index];
+    const prepared::cold& c = p.cold_[index];
+    const operator_info& info = *o.info;
+    kernel_arg* args = p.args_.data() + c.first_arg;
+    const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
+    return execution_context(info.name(), info.inputs(), info.outputs(),
+                             o.context != nullptr ? *o.context : context_of(cpu_place), o.chosen,
+                             {{args, o.input_count}, {offsets, std::size_t(o.input_slots) + 1}},
+                             {{args + o.input_count, o.output_count},
+                              {offsets + o.input_slots + 1, std::size_t(o.output_slots) + 1}},
+                             c.attrs);
+  }
+
+  // The inputs' states of this run, in order, against those of the last choice (all of them,
+  // whether or not each input had one).
+  static bool same_states(const prepared& p, const prepared::op& o, std::span<const prepared::input> ins) {
+    const std::vector<input_state>& last = p.cold_[std::size_t(&o - p.ops_.data())].last_states;
+    std::size_t seen = 0;
+    bool same = true;
+    for (const prepared::input& in : ins)
+      for_each_input_state(in.variable, tensor_of(*in.variable), in.slot, [&](const input_state& state) {
+        same = same && seen < last.size() && last[seen] == state;
+        ++seen;
+      });
+    return same && seen == last.size();
+  }
+
+  // Rules 1 to 3 for the inputs of this run: the kernel, its device context, each input's
+  // target, and the states they were chosen for.
+  static void choose(prepared& p, std::size_t index, std::optional<fallback_policy> policy) {
+    prepared::op& o = p.ops_[index];
+    prepared::cold& c = p.cold_[index];
+    const operator_info& info = *o.info;
+    const std::span<prepared::input> ins(p.inputs_.data() + o.first_input, o.input_count);
+    c.last_states.clear();
+    o.entry = nullptr;  // until a kernel is chosen: a choice that throws leaves none
+    o.plain = false;
+    o.one_state_each = true;
+    for (prepared::input& in : ins) {
+      const std::size_t before = c.last_states.size();
+      append_input_states(in.variable, tensor_of(*in.variable), in.slot, c.last_states);
+      o.one_state_each = o.one_state_each && c.last_states.size() == before + 1;
+      if (c.last_states.size() == before + 1) in.keep(c.last_states.back().key);
+    }
+    c.expected = expected_kernel_key(info, c.last_states, c.request);
+    const kernel_choice choice = choose_kernel(info, c.expected);
+    o.context = &context_of(choice.chosen.place());
+    o.chosen = choice.chosen;
+    o.fell_back = choice.fell_back;
+    o.policy = policy_code(policy);
+    o.moves = false;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      c.targets[i] = input_transform_target(info.rules(), ins[i].slot, *ins[i].variable,
+                                            tensor_of(*ins[i].variable), o.chosen);
+      o.moves = o.moves || c.targets[i].has_value();
+      p.args_[c.first_arg + i] = kernel_arg(ins[i].variable);
+    }
+    p.contexts_[index] = context_for(p, index);
+    o.entry = choice.entry;
+    o.plain = o.one_state_each && !o.fell_back && !o.moves;
+  }
+
+  // Points the arguments of the inputs that move at their copies: from the transfer cache, or
+  // made and cached, viewed from `child` (made here). A variable given to two slots that need
+  // different copies gets the second in a scope of its own below the first.
+  void move_inputs(prepared& p, std::size_t index, Scope*& child, op_trace* trace) {
+    const prepared::op& o = p.ops_[index];
+    prepared::cold& c = p.cold_[index];
+    const operator_info& info = *o.info;
+    const kernel_key& kernel = o.chosen;
+    c.locals.clear();
+    for (std::size_t i = 0; i < o.input_count; ++i) {
+      const std::optional<kernel_key>& target = c.targets[i];
+      if (!target) continue;
+      Variable* v = p.inputs_[o.first_input + i].variable;
+      const std::size_t s = p.inputs_[o.first_input + i].slot;
+      const executor_stats before = stats_;
+      const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
+        const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
+        return cache_.get(*v, *target, bytes, stats_, [&](Variable& into) {
+          transform_input(info.rules(), s, *v, *target, kernel, into);
+        });
+      });
+      if (trace != nullptr) {
+        const Tensor* t = tensor_of(*v);
+        const kernel_key from = t != nullptr ? key_of(*t) : key_of(first_element(*v));
+        const std::string chain = plan_transform(from, *target).describe();
+        trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
+                                 t != nullptr ? chain : "each element: " + chain,
+                                 stats_.bytes_copied - before.bytes_copied,
+                                 stats_.cache_hits > before.cache_hits});
+      }
+      if (child == nullptr) {
+        child = &p.scope_->new_scope();
+        ++stats_.child_scopes;
+      }
+      p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, *target, transformed));
+    }
   }
 
   // The bytes that bringing input `v` of slot `slot` to the kernel copies between places.
@@ -381,10 +543,10 @@ class Executor {
   // The variable of the transfer scope that views `content` for source `v` and `target`:
   // made once per run; when the child already holds the name for another target (the
   // same variable in two slots, transformed differently), in a new scope below it.
-  static Variable& local_for(prepared::op& o, Scope& child, const Variable& v, const kernel_key& target,
-                             const Variable& content) {
+  static Variable& local_for(std::vector<prepared::local>& locals, Scope& child, const Variable& v,
+                             const kernel_key& target, const Variable& content) {
     Scope* scope = &child;
-    for (const auto& [source, to, local, where] : o.locals) {
+    for (const auto& [source, to, local, where] : locals) {
       if (source != &v) continue;
       if (to == target) return *local;
       scope = where;  // taken for another target: go below the deepest one
@@ -392,7 +554,7 @@ class Executor {
     if (scope->find_local(v.name()) != nullptr) scope = &scope->new_scope();
     Variable& local = scope->var(v.name());
     share_content(content, local);
-    o.locals.push_back({&v, target, &local, scope});
+    locals.push_back({&v, target, &local, scope});
     return local;
   }
 
@@ -408,6 +570,7 @@ class Executor {
 
   fluidk::place place_;
   transfer_cache cache_;
+  operator_registry* registry_;  // the process's, looked up once: it is on every operator's path
   executor_stats stats_;
   std::vector<op_trace>* trace_ = nullptr;
 };

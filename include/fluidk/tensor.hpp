@@ -93,7 +93,7 @@ class Tensor {
   // Allocates storage for `shape` on `where` through the place's allocator.
   Tensor(const dims& shape, data_type dtype, const place& where = cpu_place,
          data_layout layout = data_layout::any)
-      : dims_(shape), dtype_(dtype), layout_(layout), place_(where) {
+      : place_(where), dtype_(dtype), layout_(layout), dims_(shape) {
     buffer_ = std::make_shared<detail::buffer>(where, storage_bytes_of(shape, dtype, layout, where));
   }
 
@@ -216,12 +216,13 @@ class Tensor {
                 cpu_place.to_string() + " first");
   }
 
-  fluidk::dims dims_;
-  data_type dtype_ = data_type::float32;
-  data_layout layout_ = data_layout::any;
-  fluidk::place place_;
+  // What a kernel key and a data pointer need first, the shape (72 bytes) after them.
   std::shared_ptr<detail::buffer> buffer_;
   std::size_t offset_ = 0;
+  fluidk::place place_;
+  data_type dtype_ = data_type::float32;
+  data_layout layout_ = data_layout::any;
+  fluidk::dims dims_;
 };
 
 // A copy of `src` on `where` (same shape, data type and layout); never writes to `src`.

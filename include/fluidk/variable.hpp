@@ -69,13 +69,17 @@ class Variable {
   // Counts as a write (the version moves on).
   template <VariableContent T>
   T& get_mutable() {
-    if (content_.index() == 0) {
-      content_.template emplace<T>();
-    } else if (!std::holds_alternative<T>(content_)) {
-      wrong_kind(var_kind_of<T>, ", and cannot become ", ": a variable's kind is fixed once set");
+    T* value = std::get_if<T>(&content_);
+    if (value == nullptr) [[unlikely]] {
+      if (content_.index() != 0)
+        wrong_kind(var_kind_of<T>, ", and cannot become ", ": a variable's kind is fixed once set");
+      value = &content_.template emplace<T>();
     }
-    version_.fetch_add(1, std::memory_order_release);
-    return std::get<T>(content_);
+    // A load and a store, not a locked add, as for a storage's version (detail::buffer::touch):
+    // every kernel output goes through here, and two threads writing one variable at once
+    // race on its content anyway.
+    version_.store(version_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    return *value;
   }
 
   // Sets the content, checking the kind as get_mutable() does.
@@ -124,10 +128,12 @@ class Variable {
   std::uint64_t id() const noexcept { return id_; }
 
  private:
-  std::string name_;
+  // The content and its version first, the name last: kernels and the executor read the
+  // first two on every call, the name only in messages.
   std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray> content_;
   std::atomic<std::uint64_t> version_{0};
   std::uint64_t id_ = next_id();
+  std::string name_;
 
   static std::uint64_t next_id() noexcept {
     static std::atomic<std::uint64_t> counter{0};
