@@ -596,3 +596,136 @@ TEST_CASE("the instruction-set level can be forced and restored", "[transforms]"
   if (!kernels::isa_supported(kernels::isa::avx512))
     CHECK_THROWS_WITH(kernels::force_isa(kernels::isa::avx512), Catch::Contains("cannot force the avx512"));
 }
+
+// ---- Store policies ---------------------------------------------------------------------------------
+
+namespace {
+// A buffer whose data starts `offset` bytes past a 64-byte boundary, full of garbage (so that
+// unwritten bytes show), for targets the streaming stores cannot or can write aligned.
+struct placed {
+  bytes storage;
+  std::size_t offset;
+  placed(std::size_t size, std::size_t at) : storage(size + 128, std::byte{0x5A}) {
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+    offset = (64 - base % 64) % 64 + at;
+  }
+  std::byte* data() { return storage.data() + offset; }
+  bytes content(std::size_t size) const {
+    return bytes(storage.begin() + std::ptrdiff_t(offset), storage.begin() + std::ptrdiff_t(offset + size));
+  }
+  // The bytes around the target, which no kernel may touch.
+  bool untouched_around(std::size_t size) const {
+    for (std::size_t i = 0; i < storage.size(); ++i)
+      if ((i < offset || i >= offset + size) && storage[i] != std::byte{0x5A}) return false;
+    return true;
+  }
+};
+
+const std::vector<kernels::store_policy> policies{kernels::store_policy::cached,
+                                                  kernels::store_policy::streaming};
+}  // namespace
+
+TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",
+          "[transforms][stores]") {
+  // Shapes whose rows are whole lines (where streaming applies) and shapes whose are not; a
+  // channel count that is not a multiple of 8 or 16; targets at and off a 64-byte boundary.
+  const std::vector<dims> cases{{1, 64, 8, 8}, {2, 32, 16, 4}, {1, 16, 4, 8},  {1, 24, 8, 4},
+                                {3, 17, 8, 2}, {1, 8, 5, 7},   {2, 40, 3, 16}, {1, 72, 16, 16}};
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (kernels::store_policy policy : policies) {
+      kernels::store_policy_scope stores(policy);
+      for (std::size_t elem : {1, 2, 4, 8})
+        for (data_layout from : layouts4d)
+          for (data_layout to : layouts4d)
+            for (const dims& s : cases)
+              for (std::size_t at : {0, 4, 16, 32}) {
+                if (at % elem != 0) continue;
+                INFO(describe(from, to, s, elem) << " stores " << kernels::name_of(policy) << " at +" << at);
+                const bytes src = random_bytes(std::size_t(storage_of(from, s)) * elem, 31);
+                const std::size_t size = std::size_t(storage_of(to, s)) * elem;
+                placed dst(size, at);
+                kernels::reorder(cp(src), from, dst.data(), to, s, elem, 1);
+                CHECK(difference(dst.content(size), naive_reorder(src, from, to, s, elem)) == "");
+                CHECK(dst.untouched_around(size));
+              }
+    }
+  }
+}
+
+TEST_CASE(
+    "every store policy gives the same bytes for casts and fused passes, at any alignment and on two threads",
+    "[transforms][stores][threads]") {
+  const std::vector<std::pair<data_type, data_type>> types{
+      {data_type::float32, data_type::float16},  {data_type::float32, data_type::bfloat16},
+      {data_type::float16, data_type::float32},  {data_type::bfloat16, data_type::float32},
+      {data_type::float16, data_type::bfloat16}, {data_type::bfloat16, data_type::float16}};
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (const auto& [from, to] : types) {
+      // Casts: lengths with heads and tails around the 64-byte lines, and one long enough for two
+      // threads.
+      for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(1000), std::size_t(200003)})
+        for (std::size_t at : {0, 2, 6, 36}) {
+          bytes src(n * size_of(from));
+          const bytes f = to_bytes(samples<float>(n, 41));
+          kernels::cast(cp(f), data_type::float32, mp(src), from, n);
+          const bytes expected = run_cast(src, from, to, n, 1);
+          for (kernels::store_policy policy : policies) {
+            kernels::store_policy_scope stores(policy);
+            for (int threads : {1, 2}) {
+              INFO(name_of(from) << " -> " << name_of(to) << " n " << n << " at +" << at << " stores "
+                                 << kernels::name_of(policy) << " threads " << threads << " isa "
+                                 << kernels::name_of(level));
+              const std::size_t size = n * size_of(to);
+              placed dst(size, at);
+              kernels::cast(cp(src), from, dst.data(), to, n, threads);
+              CHECK(difference(dst.content(size), expected) == "");
+              CHECK(dst.untouched_around(size));
+            }
+          }
+        }
+      // Fused: large enough to split between two threads, rows of whole lines and not.
+      for (const dims& s : {dims{2, 24, 48, 32}, dims{1, 40, 61, 67}})
+        for (data_layout a : layouts4d)
+          for (data_layout b : layouts4d) {
+            if (a == b) continue;
+            const std::size_t sn = std::size_t(storage_of(a, s)), dn = std::size_t(storage_of(b, s));
+            bytes src(sn * size_of(from));
+            const bytes f = to_bytes(samples<float>(sn, 43));
+            kernels::cast(cp(f), data_type::float32, mp(src), from, sn);
+            const bytes expected = run_cast(run_reorder(src, a, b, s, size_of(from)), from, to, dn);
+            for (kernels::store_policy policy : policies) {
+              kernels::store_policy_scope stores(policy);
+              for (int threads : {1, 2}) {
+                INFO(describe(a, b, s) << " " << name_of(from) << " -> " << name_of(to) << " stores "
+                                       << kernels::name_of(policy) << " threads " << threads);
+                bytes got(dn * size_of(to), std::byte{0xEE});
+                kernels::reorder_cast(cp(src), a, from, mp(got), b, to, s, threads);
+                CHECK(difference(got, expected) == "");
+              }
+            }
+          }
+    }
+  }
+}
+
+TEST_CASE("the store policy follows the cache sizes, and can be forced and restored",
+          "[transforms][stores]") {
+  const kernels::cache_sizes& caches = kernels::detected_caches();
+  CHECK(caches.l2 > 0);
+  CHECK(caches.llc >= caches.l2);
+  CHECK(kernels::automatic_store_policy(caches.l2 / 2) == kernels::store_policy::cached);
+  CHECK(kernels::automatic_store_policy(caches.llc) == kernels::store_policy::streaming);
+  CHECK(kernels::active_store_policy(caches.llc) == kernels::store_policy::streaming);
+  {
+    kernels::store_policy_scope scope(kernels::store_policy::cached);
+    CHECK(kernels::active_store_policy(caches.llc) == kernels::store_policy::cached);
+    {
+      kernels::store_policy_scope inner(kernels::store_policy::streaming);
+      CHECK(kernels::active_store_policy(1) == kernels::store_policy::streaming);
+    }
+    CHECK(kernels::active_store_policy(caches.llc) == kernels::store_policy::cached);
+  }
+  CHECK(kernels::active_store_policy(caches.llc) == kernels::store_policy::streaming);
+}

@@ -136,6 +136,7 @@ struct layout_job {
   std::int64_t p_blocks = 0;
   std::int64_t group = 1;  // planar -> channels together: full chunks moved together (1, 2 or 4)
   bool prefetch = false;   // too large for the caches: prefetch ahead of the hardware
+  bool stream = false;     // write with non-temporal stores (every vector store aligned)
 
   std::int64_t items() const noexcept { return n * p_blocks; }
 };
@@ -175,6 +176,23 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
   }
   j.p_blocks = hw == 0 ? 0 : (hw + j.p_block - 1) / j.p_block;
   return j;
+}
+
+// Whether every vector store of the job to `dst` (elements of `de` bytes) is aligned to its
+// width, as non-temporal stores need: 8 elements a store (16 for a pair of 16-bit ones, which
+// only a channels-together target gets); a planar target is streamed a line at a time, so its
+// rows must be whole lines.
+inline bool stores_aligned(const layout_job& j, const std::byte* dst, std::size_t de) noexcept {
+  if (reinterpret_cast<std::uintptr_t>(dst) % 32 != 0) return false;
+  switch (j.d.kind) {
+    case side_kind::planar:
+      return (j.hw * std::int64_t(de)) % 64 == 0;
+    case side_kind::channels_last:
+      return (j.c * std::int64_t(de)) % 32 == 0;
+    case side_kind::blocked:
+      return true;
+  }
+  return false;
 }
 
 // Makes enough pieces for `threads` threads to share (a few per thread, so that uneven images

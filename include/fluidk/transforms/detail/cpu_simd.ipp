@@ -229,37 +229,57 @@ struct rd_bf16 {
 // ---- Writers: 32-bit lanes into elements in memory -------------------------------------------------
 // store(p, v) writes 8 elements (store16: 16 elements, from a zmm register).
 
+// stream(p, v) and stream2 write the same bytes with non-temporal stores, which bypass the
+// caches: p must be aligned to the width written (the kernels stream only where every such
+// store is). Writers of 1-byte elements never stream.
 struct wr_b32 {
   using scalar_t = std::uint32_t;
   static constexpr std::int64_t size = 4;
+  static constexpr bool streams = true;
   FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
     _mm256_storeu_ps(reinterpret_cast<float*>(p), v);
   }
+  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept { _mm256_stream_ps(reinterpret_cast<float*>(p), v); }
   FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
     store(p, a);
     store(p + 32, b);
+  }
+  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept {
+    stream(p, a);
+    stream(p + 32, b);
   }
 };
 struct wr_f32 : wr_b32 {
   using scalar_t = float;
 #if FLUIDK_KLEVEL >= 3
   FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept { _mm512_storeu_ps(p, v); }
+  FLUIDK_KTI static void stream16(std::byte* p, v16 v) noexcept { _mm512_stream_ps(reinterpret_cast<float*>(p), v); }
 #endif
 };
 // Writers of 16-bit elements: pack(v) gives the 16 bytes to write.
 template <class Self>
 struct wr_16bit {
   static constexpr std::int64_t size = 2;
+  static constexpr bool streams = true;
   FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Self::pack(v));
+  }
+  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), Self::pack(v));
   }
   // 16 elements as one 32-byte store.
   FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(Self::pack(b), Self::pack(a)));
   }
+  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(Self::pack(b), Self::pack(a)));
+  }
 #if FLUIDK_KLEVEL >= 3
   FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), Self::pack(v));
+  }
+  FLUIDK_KTI static void stream16(std::byte* p, v16 v) noexcept {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), Self::pack(v));
   }
 #endif
 };
@@ -284,6 +304,7 @@ struct wr_bf16 : wr_16bit<wr_bf16> {
 struct wr_b8 {
   using scalar_t = std::uint8_t;
   static constexpr std::int64_t size = 1;
+  static constexpr bool streams = false;
   FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
 #if FLUIDK_KLEVEL >= 3
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm256_maskz_cvtepi32_epi8(0xFF, _mm256_castps_si256(v)));
@@ -298,7 +319,25 @@ struct wr_b8 {
     store(p, a);
     store(p + 8, b);
   }
+  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept { store(p, v); }
+  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept { store2(p, a, b); }
 };
+
+// A store of 8 (put) or 16 (put2) elements, streaming or not.
+template <class W>
+FLUIDK_KTI inline void put(std::byte* p, v8 v, bool nt) noexcept {
+  if (nt)
+    W::stream(p, v);
+  else
+    W::store(p, v);
+}
+template <class W>
+FLUIDK_KTI inline void put2(std::byte* p, v8 a, v8 b, bool nt) noexcept {
+  if (nt)
+    W::stream2(p, a, b);
+  else
+    W::store2(p, a, b);
+}
 
 // Asks for the line at p + offset bytes ahead of use, without forming a pointer past the end of
 // anything (a prefetch never faults). Prefetching the *target* lines is what pays here: a store
@@ -333,14 +372,17 @@ FLUIDK_KTI inline void transpose_halves(v8* a) noexcept {
   }
 }
 
-// Loads the 8 rows at s + k * row (k < 8) and transposes them: a[j] = column j.
+// Loads 8 elements at rows[k] + offset (k < 8) and transposes them: a[j] = column j. The rows
+// come as pointers, not as a stride: from a stride, GCC keeps one pointer per row and half row
+// as induction variables of the caller's loop, more than the registers, and the loop spends
+// most of its instructions spilling them.
 template <class R>
-FLUIDK_KTI inline void load_transposed(const std::byte* s, std::int64_t row, v8* a) noexcept {
+FLUIDK_KTI inline void load_rows_transposed(const std::byte* const* rows, std::int64_t offset, v8* a) noexcept {
   constexpr std::int64_t half = 4 * R::size;
 #pragma GCC unroll 8
   for (int k = 0; k < 4; ++k) {
-    a[k] = R::load2(s + k * row, s + (k + 4) * row);
-    a[k + 4] = R::load2(s + k * row + half, s + (k + 4) * row + half);
+    a[k] = R::load2(rows[k] + offset, rows[k + 4] + offset);
+    a[k + 4] = R::load2(rows[k] + offset + half, rows[k + 4] + offset + half);
   }
   transpose_halves(a);
 }
@@ -374,36 +416,56 @@ inline constexpr std::int64_t target_ahead_bytes = 8192;
 // 8 pixels at a time, up to `count` pixels (a multiple of 8). The G chunks of a pixel are
 // adjacent in the target (NHWC, or the two halves of an nChw16c block), so each step fills whole
 // cache lines of 8 pixels; G = 4 for NHWC measured best on Sapphire Rapids (G = 2 or 8: 15-30%
-// slower): enough to fill lines, few enough source rows and pages in flight.
-template <class R, class W>
+// slower): enough to fill lines, few enough source rows and pages in flight. Streaming, the
+// chunks go by pairs, each pixel's two written back to back: a line is whole before the next is
+// begun, as write-combining needs.
+template <class R, class W, int G>
 FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
-                                     std::int64_t count, std::int64_t G, bool pf) noexcept {
+                                     std::int64_t count, bool pf, bool nt) noexcept {
   const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
   // The target lines of 8 pixels: one run of lines where the pixels are adjacent (nChw8c, and
   // nChw16c or NHWC when the group covers them), else each pixel's lines.
   const bool adjacent = d_px == 8 * G * W::size;
+  const std::byte* rows[8 * G];  // the 8G source rows
+  for (int r = 0; r < 8 * G; ++r) rows[r] = s + r * s_row;
   for (std::int64_t p = 0; p < count; p += 8) {
+    std::byte* dp = d + p * d_px;
     if (pf) {
-      if (adjacent) {
-        for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(d + p * d_px + line, ahead);
-      } else {
-        for (int i = 0; i < 8; ++i) {
-          for (std::int64_t line = 0; line < 8 * G * W::size; line += 64)
-            prefetch(d + (p + i) * d_px + line, ahead);
+      if (!nt) {
+        if (adjacent) {
+          for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(dp + line, ahead);
+        } else {
+          for (int i = 0; i < 8; ++i) {
+            for (std::int64_t line = 0; line < 8 * G * W::size; line += 64) prefetch(dp + i * d_px + line, ahead);
+          }
         }
       }
       // The source rows as well, a line each per 16 pixels: 8 to 32 streams in flight are more than
       // the hardware prefetcher follows well (1-2% here, more with the other core busy).
       if (p % 16 == 0) {
-        for (std::int64_t r = 0; r < 8 * G; ++r) prefetch(s + r * s_row + p * R::size, 128);
+        for (int r = 0; r < 8 * G; ++r) prefetch(rows[r] + p * R::size, 128);
+      }
+    }
+    if constexpr (G >= 2) {
+      if (nt) {
+#pragma GCC unroll 2
+        for (int g = 0; g < G; g += 2) {
+          v8 a[8], b[8];
+          load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
+          load_rows_transposed<R>(rows + 8 * (g + 1), p * R::size, b);
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) W::stream2(dp + i * d_px + 8 * g * W::size, a[i], b[i]);
+        }
+        continue;
       }
     }
     // One chunk at a time: eight registers live, no spills, whatever G.
-    for (std::int64_t g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
       v8 a[8];
-      load_transposed<R>(s + 8 * g * s_row + p * R::size, s_row, a);
+      load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) W::store(d + (p + i) * d_px + 8 * g * W::size, a[i]);
+      for (int i = 0; i < 8; ++i) put<W>(dp + i * d_px + 8 * g * W::size, a[i], nt);
     }
   }
 }
@@ -411,10 +473,10 @@ FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std
 // The same for one chunk whose rows at or past kv are padding (read as zeros, never loaded).
 template <class R, class W>
 FLUIDK_KTI inline void gather_partial(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
-                                      std::int64_t count, std::int64_t kv, bool pf) noexcept {
+                                      std::int64_t count, std::int64_t kv, bool pf, bool nt) noexcept {
   const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
   for (std::int64_t p = 0; p < count; p += 8) {
-    if (pf) {
+    if (pf && !nt) {
       for (int i = 0; i < 8; ++i) prefetch(d + (p + i) * d_px, ahead);
     }
     v8 r[8];
@@ -422,46 +484,76 @@ FLUIDK_KTI inline void gather_partial(const std::byte* s, std::int64_t s_row, st
     for (int k = 0; k < 8; ++k) r[k] = k < kv ? R::load(s + k * s_row + p * R::size) : _mm256_setzero_ps();
     transpose8(r);
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) W::store(d + (p + i) * d_px, r[i]);
+    for (int i = 0; i < 8; ++i) put<W>(d + (p + i) * d_px, r[i], nt);
   }
 }
 
+// 8 pixels of scatter_chunk, through the caches.
+template <class R, class W>
+FLUIDK_KTI inline void scatter_step(const std::byte* const* pixels, const std::byte* s, std::int64_t s_px,
+                                    std::byte* const* rows, std::int64_t p, std::int64_t kv, bool pf) noexcept {
+  if (pf && p % 16 == 0) {
+    // The source stream too: with another core busy the hardware prefetcher falls behind
+    // (measured: 8% faster then, 1% when the machine is quiet).
+    for (std::int64_t i = 0; i < 16; i += std::max<std::int64_t>(1, 64 / s_px)) prefetch(s + (p + i) * s_px, 4096);
+    for (int k = 0; k < 8; ++k)
+      if (k < kv) prefetch(rows[k] + p * W::size, 256);
+  }
+  v8 a[8];
+  load_rows_transposed<R>(pixels, p * s_px, a);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    if (k < kv) W::store(rows[k] + p * W::size, a[k]);
+}
+
 // Channels together -> planar for one chunk: pixels (8 lanes each, readable even past kv) to the
-// first kv channel rows, 16 pixels at a time (a whole line of a float row per store pair), then
-// 8 at a time.
+// first kv channel rows, 8 pixels at a time (eight registers live: sixteen, two steps at once,
+// spilled on AVX2). Streaming, a row's pixels are gathered in L1 until they fill a line
+// (16 floats or 32 halves), which is then streamed whole: written 8 pixels at a time, each
+// row's line would stay open across steps, and eight rows of half-written lines are more than
+// write-combining holds (measured on Zen 4: 2x slower than through the caches).
 template <class R, class W>
 FLUIDK_KTI inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std::byte* d, std::int64_t d_row,
-                                     std::int64_t count, std::int64_t kv, bool pf) noexcept {
+                                     std::int64_t count, std::int64_t kv, bool pf, bool nt) noexcept {
+  std::byte* rows[8];  // the target rows as pointers: see load_rows_transposed
+  for (int k = 0; k < 8; ++k) rows[k] = d + k * d_row;
+  const std::byte* pixels[8];  // the first 8 source pixels, advanced by an offset
+  for (int i = 0; i < 8; ++i) pixels[i] = s + i * s_px;
+  constexpr std::int64_t line_px = 64 / W::size;
+  // Streaming starts where the rows reach a line boundary (they all do together: the job
+  // streams only when a row is a whole number of lines); the pixels before go through the caches.
+  const std::int64_t head =
+      nt ? std::min(count, std::int64_t((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / W::size) : count;
   std::int64_t p = 0;
-  for (; p + 16 <= count; p += 16) {
-    if (pf) {
-      // The source stream too: with another core busy the hardware prefetcher falls behind
-      // (measured: 8% faster then, 1% when the machine is quiet).
-      for (std::int64_t i = 0; i < 16; i += std::max<std::int64_t>(1, 64 / s_px))
-        prefetch(s + (p + i) * s_px, 4096);
+  for (; p + 8 <= head; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
+  if (nt) {
+    alignas(64) std::byte staged[8][64] = {};  // zeroed once: GCC cannot see that each row is written first
+    for (; p + line_px <= count; p += line_px) {
+      for (std::int64_t h = 0; h < line_px; h += 8) {
+        v8 a[8];
+        load_rows_transposed<R>(pixels, (p + h) * s_px, a);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k)
+          if (k < kv) W::store(staged[k] + h * W::size, a[k]);
+      }
+#pragma GCC unroll 8
       for (int k = 0; k < 8; ++k)
-        if (k < kv) prefetch(d + k * d_row + p * W::size, 256);
+        if (k < kv) {
+          const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k]));
+          const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k] + 32));
+          _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size), lo);
+          _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size + 32), hi);
+        }
     }
-    v8 a[8], b[8];
-    load_transposed<R>(s + p * s_px, s_px, a);
-    load_transposed<R>(s + (p + 8) * s_px, s_px, b);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k)
-      if (k < kv) W::store2(d + k * d_row + p * W::size, a[k], b[k]);
   }
-  if (p < count) {
-    v8 a[8];
-    load_transposed<R>(s + p * s_px, s_px, a);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k)
-      if (k < kv) W::store(d + k * d_row + p * W::size, a[k]);
-  }
+  for (; p < count; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
 }
 
 template <class R, class W>
 FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* dst, std::int64_t begin,
                           std::int64_t end) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
+  const bool nt = W::streams && j.stream;
   const bool s_planar = j.s.kind == side_kind::planar, d_planar = j.d.kind == side_kind::planar;
   const std::int64_t s_ps = j.s.ps * se, s_cs = j.s.cs * se, d_ps = j.d.ps * de, d_cs = j.d.cs * de;
   alignas(32) static const std::int32_t lane_masks[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
@@ -476,7 +568,17 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
       for (; q + j.group <= full; q += j.group) {
         const std::byte* sq = src + (j.s.chunk(n, q) + p0) * se;
         std::byte* dq = dst + (j.d.chunk(n, q) + p0 * j.d.ps) * de;
-        gather_chunks<R, W>(sq, s_cs, dq, d_ps, vec, j.group, j.prefetch);
+        switch (j.group) {  // the group a constant, so that its loop unrolls
+          case 4:
+            gather_chunks<R, W, 4>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
+            break;
+          case 2:
+            gather_chunks<R, W, 2>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
+            break;
+          default:
+            gather_chunks<R, W, 1>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
+            break;
+        }
         // The pixels left over, element by element.
         for (std::int64_t g = 0; g < j.group; ++g)
           for (std::int64_t p = p0 + vec; p < p1; ++p)
@@ -492,12 +594,12 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
       std::int64_t p = p0;
       if (s_planar) {
         if (kt == 8) {
-          gather_partial<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, d_ps, vec, kv, j.prefetch);
+          gather_partial<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, d_ps, vec, kv, j.prefetch, nt);
           p += vec;
         }
       } else if (d_planar) {
         if (kv == 8 || j.s_padded) {
-          scatter_chunk<R, W>(sq + p0 * s_ps, s_ps, dq + p0 * de, d_cs, vec, kv, j.prefetch);
+          scatter_chunk<R, W>(sq + p0 * s_ps, s_ps, dq + p0 * de, d_cs, vec, kv, j.prefetch, nt);
           p += vec;
         }
       } else if (kt == 8) {
@@ -505,12 +607,12 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
         // blocked source has its padding lanes masked, so the target's padding is zero whatever
         // the source's padding holds.
         if (kv == 8) {
-          for (; p < p1; ++p) W::store(dq + p * d_ps, R::load(sq + p * s_ps));
+          for (; p < p1; ++p) put<W>(dq + p * d_ps, R::load(sq + p * s_ps), nt);
         } else if (kv == 0) {
-          for (; p < p1; ++p) W::store(dq + p * d_ps, _mm256_setzero_ps());
+          for (; p < p1; ++p) put<W>(dq + p * d_ps, _mm256_setzero_ps(), nt);
         } else if (j.s_padded) {
           const v8 mask = _mm256_loadu_ps(reinterpret_cast<const float*>(lane_masks + 8 - kv));
-          for (; p < p1; ++p) W::store(dq + p * d_ps, _mm256_and_ps(R::load(sq + p * s_ps), mask));
+          for (; p < p1; ++p) put<W>(dq + p * d_ps, _mm256_and_ps(R::load(sq + p * s_ps), mask), nt);
         }
       }
       // Pixels left over (fewer than 8), or partial chunks of an NHWC side, element by element.
@@ -524,41 +626,55 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
         }
     }
   }
+  // Non-temporal stores are weakly ordered: made visible before anyone reads the target.
+  if (nt) _mm_sfence();
 }
 
 // ---- Cast ---------------------------------------------------------------------------------------
 
+// Elements [begin, end) from src to dst. Streaming (nt), the head is converted one by one up to
+// the first 64-byte boundary of the target, so that every vector store after it is aligned.
 template <class R, class W>
-FLUIDK_KT void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin, std::int64_t end) noexcept {
+FLUIDK_KT void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin, std::int64_t end,
+                        bool nt) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
   std::int64_t i = begin;
+  if (nt) {
+    for (; i < end && (reinterpret_cast<std::uintptr_t>(dst + i * de) & 63) != 0; ++i)
+      convert_one<R, W>(src + i * se, dst + i * de);
+  }
 #if FLUIDK_KLEVEL >= 3
-  for (; i + 32 <= end; i += 32) {
-    prefetch(dst + i * de, 4096);
-    const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
-    W::store16(dst + i * de, a);
-    W::store16(dst + (i + 16) * de, b);
+  if (nt) {
+    for (; i + 32 <= end; i += 32) {
+      const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
+      W::stream16(dst + i * de, a);
+      W::stream16(dst + (i + 16) * de, b);
+    }
+  } else {
+    for (; i + 32 <= end; i += 32) {
+      const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
+      W::store16(dst + i * de, a);
+      W::store16(dst + (i + 16) * de, b);
+    }
   }
 #else
   for (; i + 32 <= end; i += 32) {
-    prefetch(dst + i * de, 4096);
     const v8 a = R::load(src + i * se), b = R::load(src + (i + 8) * se);
     const v8 c = R::load(src + (i + 16) * se), e = R::load(src + (i + 24) * se);
-    W::store(dst + i * de, a);
-    W::store(dst + (i + 8) * de, b);
-    W::store(dst + (i + 16) * de, c);
-    W::store(dst + (i + 24) * de, e);
+    put2<W>(dst + i * de, a, b, nt);
+    put2<W>(dst + (i + 16) * de, c, e, nt);
   }
 #endif
   for (; i + 8 <= end; i += 8) W::store(dst + i * de, R::load(src + i * se));
   for (; i < end; ++i) convert_one<R, W>(src + i * se, dst + i * de);
+  if (nt) _mm_sfence();
 }
 
 // ---- What this level accelerates -----------------------------------------------------------------
 
 using layout_fn = void (*)(const layout_job&, const std::byte*, std::byte*, std::int64_t,
                            std::int64_t) noexcept;
-using range_fn = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t) noexcept;
+using range_fn = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t, bool) noexcept;
 
 // Conversions among float, float16 and bfloat16 (the other pairs take the portable path).
 template <class Kernel, template <class, class> class Make>
