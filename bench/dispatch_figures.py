@@ -24,16 +24,27 @@ def ns(bench, name):
     return b["cpu_time"] * scale
 
 direct, static = ns(dispatch, "BM_dispatch_direct"), ns(dispatch, "BM_dispatch_static")
-runtime, fluid = ns(dispatch, "BM_dispatch_runtime"), ns(dispatch, "BM_dispatch_fluid_style")
-print(f"dispatch: direct {direct:.2f} ns, static {static:.2f} ns, runtime {runtime:.2f} ns, "
-      f"fluid-style {fluid:.2f} ns per call (CPU time, medians)")
+runtime, fluid = ns(dispatch, "BM_dispatch_runtime"), ns(dispatch, "BM_dispatch_runtime_fluid_style")
+mixed_calls = 300  # calls per iteration of the mixed workloads in dispatch_bench
+by_name = ns(dispatch, "BM_dispatch_by_name_mixed") / mixed_calls
+by_name_fluid = ns(dispatch, "BM_dispatch_by_name_mixed_fluid_style") / mixed_calls
+prepared = ns(dispatch, "BM_dispatch_prepared_mixed") / mixed_calls
+prepared_fluid = ns(dispatch, "BM_dispatch_prepared_mixed_fluid_style") / mixed_calls
+print(f"dispatch: direct {direct:.2f} ns, static {static:.2f} ns per call (CPU time, medians)")
 print(f"dispatch: instructions per call: static {static_instr / calls:.1f}, direct {direct_instr / calls:.1f}")
+print(f"dispatch, mixed (300 calls, 40 operators): by name {by_name:.2f} ns against {by_name_fluid:.2f} ns "
+      f"Fluid-style; prepared {prepared:.2f} ns against {prepared_fluid:.2f} ns")
+print(f"dispatch, single key (best case): prepared {runtime:.2f} ns against {fluid:.2f} ns Fluid-style")
 print(f"RATIO dispatch.static.vs_direct {direct / static:.3f}")
 print(f"RATIO dispatch.static.vs_direct.instructions {direct_instr / static_instr:.3f}")
-print(f"RATIO dispatch.runtime.vs_fluid_style {fluid / runtime:.2f}")
+print(f"RATIO dispatch.by_name.mixed.vs_fluid_style {by_name_fluid / by_name:.2f}")
+print(f"RATIO dispatch.prepared.mixed.vs_fluid_style {prepared_fluid / prepared:.2f}")
+print(f"RATIO dispatch.runtime.single_key.vs_fluid_style {fluid / runtime:.2f}")
+print(f"VALUE dispatch.by_name.mixed.ns {by_name:.2f}")
+print(f"VALUE dispatch.prepared.mixed.ns {prepared:.2f}")
 print(f"VALUE dispatch.runtime.ns {runtime:.2f}")
-chain_length = 1000  # operators per run in executor_bench
-per_op = ns(executor, "BM_executor_chain") / chain_length
-fluid_per_op = ns(executor, "BM_executor_chain_fluid_style") / chain_length
+program_length = 300  # operators per run in executor_bench
+per_op = ns(executor, "BM_executor_program") / program_length
+fluid_per_op = ns(executor, "BM_executor_program_fluid_style") / program_length
 print(f"VALUE executor.per_op_ns {per_op:.1f}")
 print(f"RATIO executor.per_op.vs_fluid_style {fluid_per_op / per_op:.2f}")

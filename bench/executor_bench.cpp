@@ -1,15 +1,21 @@
-// Executor benchmarks: the cost per operator of a chain of 1,000 trivial operators against
-// a Fluid-style executor (operators and variables looked up by name on every run, a child
-// scope per operator), and a program whose 64 MB CPU weight feeds an accelerator operator
-// run twice: the second run must not copy the weight again.
+// Executor benchmarks: the cost per operator of a 300-operator program of trivial kernels
+// against a Fluid-style executor that does what Fluid's does per operator (bench/README.md),
+// and a program whose 64 MB CPU weight feeds an accelerator operator run twice: the second
+// run must not copy the weight again.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <functional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
@@ -20,78 +26,268 @@ using namespace fluidk;
 
 namespace {
 
-// Passes its input on: the output shares the input's buffer. All the cost is the executor's.
+// Next to no work, so that what is timed is the executor: reads the first element of its
+// first input and writes it to its output (which holds a tensor already), through the checked
+// accessors every kernel uses (the output's version moves on, as for any write).
 template <class T>
 struct pass_on {
-  void operator()(execution_context& ctx) const { ctx.output(0) = ctx.input(0); }
-};
-struct pass_on_op {
-  static constexpr std::string_view name = "pass_on";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(pass_on<float>{}, pass_on<double>{}));
+  void operator()(execution_context& ctx) const {
+    ctx.output(0).template data<T>()[0] = ctx.input(0).template data<T>()[0];
+  }
 };
 
-constexpr int chain_length = 1000;
+// A program shaped like a real one: 300 operators of 10 types (one, two and three inputs,
+// each type with kernels of its own data types), each reading outputs of earlier operators
+// and a persistable weight. Every input is a float CPU tensor, so nothing is transformed: what
+// is timed is finding and calling the kernels.
+struct op_shape {
+  std::string_view name;
+  std::size_t inputs;
+};
+constexpr std::array<op_shape, 10> op_shapes{{{"relu", 1},
+                                              {"scale", 1},
+                                              {"elementwise_add", 2},
+                                              {"mul", 2},
+                                              {"softmax", 1},
+                                              {"concat", 3},
+                                              {"batch_norm", 3},
+                                              {"dropout", 1},
+                                              {"elementwise_mul", 2},
+                                              {"tanh", 1}}};
+constexpr std::array<std::string_view, 3> input_slots{"X", "Y", "Z"};
 
-std::string variable(int i) {
-  std::string name = "v";
-  name += std::to_string(i);
-  return name;
+template <std::size_t N>
+constexpr std::array<std::string_view, N> first_slots() {
+  std::array<std::string_view, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = input_slots[i];
+  return out;
 }
 
-std::vector<op_invocation> chain() {
+template <std::size_t I>
+struct program_op {
+  static constexpr std::string_view name = op_shapes[I].name;
+  static constexpr auto inputs = first_slots<op_shapes[I].inputs>();
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(
+      kernels_on<cpu>(pass_on<float>{}, pass_on<double>{}, pass_on<float16>{}, pass_on<std::int64_t>{}),
+      kernels_on<cpu, library::onednn>(pass_on<bfloat16>{}));
+};
+
+constexpr int program_length = 300;
+
+template <std::size_t... I>
+void register_program_ops(std::index_sequence<I...>) {
+  (register_operator<program_op<I>>(), ...);
+}
+
+// The program and its scope: v0 (the input) and w (a weight) hold float tensors, operator i
+// writes v<i+1> from v<i> and, for its further inputs, w and an output a few operators back.
+std::vector<op_invocation> program() {
+  register_program_ops(std::make_index_sequence<op_shapes.size()>{});
   std::vector<op_invocation> ops;
-  for (int i = 0; i < chain_length; ++i)
-    ops.push_back({"pass_on", {{"X", {variable(i)}}}, {{"Out", {variable(i + 1)}}}, {}});
+  auto v = [](int i) {
+    std::string name = "v";  // not "v" + ...: g++ 12 warns falsely (-Wrestrict) on that at -O3
+    name += std::to_string(i);
+    return name;
+  };
+  for (int i = 0; i < program_length; ++i) {
+    const op_shape& shape = op_shapes[std::size_t(i * 7 % 10)];
+    op_invocation op{std::string(shape.name), {}, {{"Out", {v(i + 1)}}}, {}};
+    const std::string further[2] = {"w", v(std::max(0, i - 3))};
+    for (std::size_t s = 0; s < shape.inputs; ++s)
+      op.inputs.push_back({std::string(input_slots[s]), {s == 0 ? v(i) : further[s - 1]}});
+    ops.push_back(std::move(op));
+  }
   return ops;
 }
 
-void BM_executor_chain(benchmark::State& state) {
-  register_operator<pass_on_op>();
+// Every variable of the program holds a 16-float tensor before the first run.
+void fill_scope(Scope& scope) {
+  for (int i = 0; i <= program_length; ++i) {
+    std::string name = "v";
+    name += std::to_string(i);
+    scope.var(name).set(LoDTensor(Tensor({16}, data_type::float32)));
+  }
+  scope.var("w").set(LoDTensor(Tensor({16}, data_type::float32)));
+}
+
+void per_op_counter(benchmark::State& state) {
+  state.counters["per_op_ns"] = benchmark::Counter(
+      double(program_length), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_executor_program(benchmark::State& state) {
+  const auto ops = program();
   Scope scope;
-  scope.var("v0").set(LoDTensor(Tensor({16}, data_type::float32)));
-  const auto ops = chain();
+  fill_scope(scope);
   Executor executor(cpu_place);
   auto prepared = executor.prepare(ops, scope);
   for (auto _ : state) executor.run(prepared);
-  state.counters["per_op_ns"] = benchmark::Counter(
-      double(chain_length), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  per_op_counter(state);
 }
-BENCHMARK(BM_executor_chain)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_executor_program)->Unit(benchmark::kMicrosecond);
 
-// Fluid's executor, per run and operator: the operator found by type name, a child scope
-// made and dropped, each variable found by name through the scopes, the kernel through a
-// std::function.
-void BM_executor_chain_fluid_style(benchmark::State& state) {
+// The floor: the same kernels called directly, their contexts built once, in program order.
+// What the executors add per operator is their time minus this.
+void BM_executor_program_kernels_only(benchmark::State& state) {
+  const auto ops = program();
   Scope scope;
-  scope.var("v0").set(LoDTensor(Tensor({16}, data_type::float32)));
-  const auto ops = chain();
-  std::unordered_map<std::string, std::function<void(execution_context&)>> registry;
-  registry["pass_on"] = pass_on<float>{};
-  for (const char* other : {"conv2d", "relu", "mul", "softmax", "lookup_table", "sum"})
-    registry[other] = pass_on<float>{};
+  fill_scope(scope);
+  struct direct_call {
+    const kernel_entry* entry;
+    std::vector<kernel_arg> args;
+    std::vector<std::uint32_t> input_offsets;
+  };
+  std::vector<direct_call> calls;
+  for (const op_invocation& op : ops) {
+    const operator_info& info = find_operator(op.type);
+    direct_call c{&info.kernels()[0], {}, {0}};
+    for (const auto& [slot, names] : op.inputs) {
+      c.args.emplace_back(&scope.var(names[0]));
+      c.input_offsets.push_back(std::uint32_t(c.args.size()));
+    }
+    c.args.emplace_back(&scope.var(op.outputs[0].second[0]));
+    calls.push_back(std::move(c));
+  }
   static constexpr std::array<std::uint32_t, 2> one{0, 1};
+  device_context& device = context_of(cpu_place);
+  std::vector<execution_context> contexts;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::span<kernel_arg> all(calls[i].args);
+    const std::size_t n = all.size() - 1;
+    contexts.emplace_back(ops[i].type, std::span(input_slots).first(n), program_op<0>::outputs, device,
+                          kernel_type<cpu, float>::key(), slot_args{all.first(n), calls[i].input_offsets},
+                          slot_args{all.subspan(n, 1), one}, ops[i].attrs);
+  }
+  for (auto _ : state)
+    for (std::size_t i = 0; i < calls.size(); ++i) (*calls[i].entry)(contexts[i]);
+  per_op_counter(state);
+}
+BENCHMARK(BM_executor_program_kernels_only)->Unit(benchmark::kMicrosecond);
+
+// Fluid's executor, per operator, as OperatorWithKernel::RunImpl did it (Fluid 1.5, before
+// it cached the chosen kernel), step by step in bench/README.md: the execution context's
+// variables found by name through the scope (RuntimeContext), the kernel map found by the type
+// string, the expected kernel type (IndicateDataType over the inputs), the kernel found by
+// OpKernelType's hash, each input's key checked (PrepareData: GetKernelTypeForVar,
+// NeedTransform), a transfer scope made only when an input moves, the ExecutionContext built
+// and the std::function called. Left out, so that the reference errs on Fluid's side:
+// RuntimeContext's std::map of slot names (allocated per run in Fluid), DeviceContextPool's
+// lookup of the place, and InferShape (which fluidk does not do either).
+struct fluid_kernel_type {
+  int place;  // 0: CPUPlace (the only place in this program)
+  int data_type, layout, library;
+  bool operator==(const fluid_kernel_type& o) const {
+    return place == o.place && data_type == o.data_type && layout == o.layout && library == o.library;
+  }
+};
+struct fluid_hash {
+  std::size_t operator()(const fluid_kernel_type& k) const {
+    constexpr int left = 8;  // OpKernelType::Hash: the place's class, the fields bit-packed
+    int h = k.place;
+    h += k.data_type << left;
+    h += k.layout << (left * 2);
+    h += k.library << (left * 3);
+    return std::hash<int>()(h);
+  }
+};
+using fluid_kernel_map =
+    std::unordered_map<fluid_kernel_type, std::function<void(execution_context&)>, fluid_hash>;
+constexpr int fluid_any_layout = int(index_of(data_layout::any));
+
+// The key Fluid gives a variable's tensor (GetKernelTypeForVar).
+fluid_kernel_type fluid_key_of(const Tensor& t) {
+  return {t.place().kind_id(), int(index_of(t.dtype())), int(index_of(t.layout())), 0};
+}
+// NeedTransform: another place, another data type, or two concrete layouts that differ.
+bool fluid_need_transform(const fluid_kernel_type& from, const fluid_kernel_type& to) {
+  return from.place != to.place || from.data_type != to.data_type ||
+         (from.layout != fluid_any_layout && to.layout != fluid_any_layout && from.layout != to.layout);
+}
+
+template <std::size_t... I>
+void add_fluid_kernels(std::unordered_map<std::string, fluid_kernel_map>& all, std::index_sequence<I...>) {
+  auto add = [&](auto op) {
+    using Op = decltype(op);
+    fluid_kernel_map& map = all[std::string(Op::name)];
+    boost::hana::for_each(Op::kernels, [&](const auto& entry) {
+      using key_type = typename std::decay_t<decltype(boost::hana::first(entry))>::type;
+      const kernel_key k = key_type::key();
+      map[{k.place().kind_id(), int(index_of(k.dtype())), int(index_of(k.layout())),
+           int(index_of(k.library()))}] = boost::hana::second(entry);
+    });
+  };
+  (add(program_op<I>{}), ...);
+}
+
+void BM_executor_program_fluid_style(benchmark::State& state) {
+  const auto ops = program();
+  Scope scope;
+  fill_scope(scope);
+  std::unordered_map<std::string, fluid_kernel_map> all_op_kernels;
+  add_fluid_kernels(all_op_kernels, std::make_index_sequence<op_shapes.size()>{});
+  // Each operator's variable names by slot, as its OpDesc holds them.
+  struct prepared_op {
+    const op_invocation* op;
+    std::vector<const std::string*> inputs;
+    const std::string* output;
+    std::array<std::uint32_t, 4> input_offsets;
+  };
+  std::vector<prepared_op> prepared;
+  for (const op_invocation& op : ops) {
+    prepared_op p{&op, {}, &op.outputs[0].second[0], {0, 1, 2, 3}};
+    for (const auto& [slot, names] : op.inputs) p.inputs.push_back(&names[0]);
+    prepared.push_back(std::move(p));
+  }
+  static constexpr std::array<std::uint32_t, 2> one{0, 1};
+  device_context& device = context_of(cpu_place);
+  std::array<kernel_arg, 4> args;
+  std::array<Variable*, 3> inputs{};
   for (auto _ : state) {
-    for (const op_invocation& op : ops) {
-      auto& kernel = registry.at(op.type);
-      Scope& local = scope.new_scope();
-      Variable* in = local.find_var(op.inputs[0].second[0]);
-      Variable* out = local.find_var(op.outputs[0].second[0]);
-      if (out == nullptr) out = &scope.var(op.outputs[0].second[0]);
-      std::array<kernel_arg, 2> args{kernel_arg(in), kernel_arg(out)};
-      const std::span<kernel_arg> all(args);
-      execution_context ctx(pass_on_op::name, pass_on_op::inputs, pass_on_op::outputs, context_of(cpu_place),
-                            kernel_type<cpu, float>::key(), {all.first(1), one}, {all.subspan(1), one},
+    for (const prepared_op& p : prepared) {
+      const op_invocation& op = *p.op;
+      // RuntimeContext: the variables of the slots, found by name through the scope.
+      const std::size_t n = p.inputs.size();
+      for (std::size_t i = 0; i < n; ++i) inputs[i] = scope.find_var(*p.inputs[i]);
+      Variable* output = scope.find_var(*p.output);
+      const auto kernels = all_op_kernels.find(op.type);
+      if (kernels == all_op_kernels.end()) std::abort();
+      // GetExpectedKernelType: IndicateDataType, every input's data type the same.
+      int data_type = -1;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Variable* v = inputs[i];
+        const Tensor& t = v->get<LoDTensor>();
+        if (!t.initialized()) continue;
+        const int d = int(index_of(t.dtype()));
+        if (data_type != -1 && d != data_type) std::abort();
+        data_type = d;
+      }
+      const fluid_kernel_type expected{cpu_place.kind_id(), data_type, fluid_any_layout, 0};
+      const auto kernel = kernels->second.find(expected);
+      if (kernel == kernels->second.end()) std::abort();
+      // PrepareData: each input's key against the expected one; a transfer scope only when one
+      // moves (none does in this program: the scope is never made, as in Fluid).
+      Scope* transfer = nullptr;
+      for (std::size_t i = 0; i < n; ++i) {
+        args[i] = kernel_arg(inputs[i]);
+        if (fluid_need_transform(fluid_key_of(inputs[i]->get<LoDTensor>()), expected)) {
+          if (transfer == nullptr) transfer = &scope.new_scope();
+          std::abort();  // a transform: not in this program
+        }
+      }
+      args[n] = kernel_arg(output);
+      const std::span<kernel_arg> all(args.data(), n + 1);
+      execution_context ctx(op.type, std::span(input_slots).first(n), program_op<0>::outputs, device,
+                            kernel_type<cpu, float>::key(),
+                            {all.first(n), std::span(p.input_offsets).first(n + 1)}, {all.subspan(n, 1), one},
                             op.attrs);
-      kernel(ctx);
-      scope.delete_scope(local);
+      kernel->second(ctx);
+      if (transfer != nullptr) scope.delete_scope(*transfer);
     }
   }
-  state.counters["per_op_ns"] = benchmark::Counter(
-      double(chain_length), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  per_op_counter(state);
 }
-BENCHMARK(BM_executor_chain_fluid_style)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_executor_program_fluid_style)->Unit(benchmark::kMicrosecond);
 
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
 // Reads the first element of its input on the accelerator: the weight's transfer is the cost.

@@ -1,69 +1,121 @@
 #!/usr/bin/env python3
-"""Turns transforms_bench's JSON output into the RATIO lines of the transforms issue.
+"""Turns transforms_bench's JSON output into tables and the RATIO lines of the transforms.
 
-Each value is fluidk's median throughput over the reference's median throughput (bytes read
-plus written per second, same buffers, same run), so higher is better. The medians of every
-benchmark are printed first, as a table; the RATIO lines come last, in the issue's order.
+Each ratio is fluidk's median throughput over the reference's median throughput (bytes read
+plus written per second, same buffers, same run), so higher is better, taken at every size of
+the sweep (benchmarks named <figure>/<implementation>/<N>x<C>x<H>x<W>/t<threads>, the float
+tensor's shape); a RATIO line gives the smallest of them:
+  RATIO transform.<figure>.vs_onednn.min_over_sizes             one thread, every size
+  RATIO transform.<figure>.vs_onednn.t2.min_over_sizes          two threads each, every size
+  RATIO transform.<figure>.vs_memcpy.min_over_sizes_above_l2    one thread, sizes above L2
+  RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2
+A size is above L2 when the float tensor is larger than the L2 cache of one core, as the
+benchmark's context reports it. Usage: ratios.py <transforms_bench JSON> [--markdown]
 """
 import json
+import re
 import sys
 
-# (RATIO name, fluidk benchmark, reference benchmark), both "<figure>/<implementation>/<size>/t<threads>".
-RATIOS = [
-    ("transform.nChw8c_to_nchw.vs_onednn", "nChw8c_to_nchw/fluidk/large/t1", "nChw8c_to_nchw/onednn/large/t1"),
-    ("transform.nchw_to_nChw8c.vs_onednn", "nchw_to_nChw8c/fluidk/large/t1", "nchw_to_nChw8c/onednn/large/t1"),
-    ("transform.nChw8c_to_nchw.vs_onednn.t2", "nChw8c_to_nchw/fluidk/large/t2", "nChw8c_to_nchw/onednn/large/t2"),
-    ("transform.nchw_to_nChw8c.vs_onednn.t2", "nchw_to_nChw8c/fluidk/large/t2", "nchw_to_nChw8c/onednn/large/t2"),
-    ("transform.nchw_to_nhwc.vs_onednn", "nchw_to_nhwc/fluidk/large/t1", "nchw_to_nhwc/onednn/large/t1"),
-    ("transform.nchw_to_nhwc.vs_memcpy", "nchw_to_nhwc/fluidk/large/t1", "nchw_to_nhwc/memcpy/large/t1"),
-    ("transform.f32_to_f16.vs_memcpy", "f32_to_f16/fluidk/large/t1", "f32_to_f16/memcpy/large/t1"),
-    ("transform.f32_to_bf16.vs_memcpy", "f32_to_bf16/fluidk/large/t1", "f32_to_bf16/memcpy/large/t1"),
-    ("transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential", "fused_nChw8c_f32_to_nchw_f16/fluidk/large/t1",
-     "fused_nChw8c_f32_to_nchw_f16/sequential/large/t1"),
-]
+FIGURES = ["nChw8c_to_nchw", "nchw_to_nChw8c", "nchw_to_nhwc", "f32_to_f16", "f32_to_bf16",
+           "fused_nChw8c_f32_to_nchw_f16"]
+NAME = re.compile(r"^(?P<figure>[^/]+)/(?P<impl>[^/]+)/(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+)/t(?P<threads>\d+)$")
 
 
-def medians(report):
+def load(path):
+    """{(figure, impl, bytes, threads): bytes per second} of the medians, and the L2 size."""
+    with open(path) as f:
+        report = json.load(f)
     out = {}
     for b in report.get("benchmarks", []):
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median":
-            name = b["run_name"]
-            if name.endswith("/real_time"):
-                name = name[: -len("/real_time")]
-            out[name] = b["bytes_per_second"]
+        if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median" or b.get("error_occurred"):
+            continue
+        name = b["run_name"]
+        if name.endswith("/real_time"):
+            name = name[: -len("/real_time")]
+        m = NAME.match(name)
+        if not m:
+            continue
+        size = 4 * int(m["n"]) * int(m["c"]) * int(m["h"]) * int(m["w"])  # bytes of the float tensor
+        out[(m["figure"], m["impl"], size, int(m["threads"]))] = b["bytes_per_second"]
+    l2 = None
+    for cache in report.get("context", {}).get("caches", []):
+        if cache.get("level") == 2 and cache.get("type") in ("Unified", "Data"):
+            l2 = cache["size"]
+    return out, l2
+
+
+def size_name(size):
+    return "%.4g MiB" % (size / 2**20) if size >= 1 << 20 else "%.4g KiB" % (size / 2**10)
+
+
+def ratios(bps, l2):
+    """[(RATIO name, value, the size it was smallest at)] in a fixed order."""
+    sizes = sorted({k[2] for k in bps})
+    above = [s for s in sizes if l2 is not None and s > l2]
+    out = []
+
+    def smallest(name, figure, mine, ref, threads, over):
+        values = [(bps[(figure, mine, s, threads)] / bps[(figure, ref, s, threads if ref != "memcpy" else 1)], s)
+                  for s in over
+                  if (figure, mine, s, threads) in bps and (figure, ref, s, threads if ref != "memcpy" else 1) in bps]
+        if values:
+            value, size = min(values)
+            out.append((name, value, size))
+
+    for figure in FIGURES:
+        smallest("transform.%s.vs_onednn.min_over_sizes" % figure, figure, "fluidk", "onednn", 1, sizes)
+        smallest("transform.%s.vs_onednn.t2.min_over_sizes" % figure, figure, "fluidk", "onednn", 2, sizes)
+        smallest("transform.%s.vs_memcpy.min_over_sizes_above_l2" % figure, figure, "fluidk", "memcpy", 1, above)
+    smallest("transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2",
+             "fused_nChw8c_f32_to_nchw_f16", "fluidk", "sequential", 1, above)
     return out
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: ratios.py <transforms_bench JSON output>")
-    with open(sys.argv[1]) as f:
-        report = json.load(f)
-    bps = medians(report)
-    if not bps:
-        sys.exit("ratios.py: no medians in %s (run with --benchmark_repetitions > 1)" % sys.argv[1])
-
-    print("%-52s %10s" % ("median (bytes read + written)", "GB/s"))
-    for name in sorted(bps):
-        print("%-52s %10.2f" % (name, bps[name] / 1e9))
-    # The same figures on the cache-resident tensor, for information (not the issue's targets).
-    print()
-    for ratio, mine, ref in RATIOS:
-        mine_s, ref_s = mine.replace("/large/", "/small/"), ref.replace("/large/", "/small/")
-        if mine_s in bps and ref_s in bps:
-            print("small-tensor %s %.3f" % (ratio, bps[mine_s] / bps[ref_s]))
-    print()
-
-    # A filtered run (scripts/bench --benchmark_filter=...) leaves some figures out: say which, and
-    # fail only when there is nothing to report at all.
-    printed = 0
-    for ratio, mine, ref in RATIOS:
-        if mine in bps and ref in bps:
-            print("RATIO %s %.3f" % (ratio, bps[mine] / bps[ref]))
-            printed += 1
+def tables(bps, markdown):
+    """One table per figure: GB/s of each implementation and thread count, a row per size."""
+    lines = []
+    for figure in FIGURES:
+        columns = sorted({(k[1], k[3]) for k in bps if k[0] == figure},
+                         key=lambda c: (["fluidk", "onednn", "sequential", "memcpy"].index(c[0])
+                                        if c[0] in ("fluidk", "onednn", "sequential", "memcpy") else 9, c[1]))
+        if not columns:
+            continue
+        sizes = sorted({k[2] for k in bps if k[0] == figure})
+        heads = ["%s t%d" % c for c in columns]
+        if markdown:
+            lines.append("**%s** (GB/s, read + written)" % figure)
+            lines.append("")
+            lines.append("| size | " + " | ".join(heads) + " |")
+            lines.append("|---:|" + "---:|" * len(heads))
         else:
-            print("ratios.py: %s: no median for %s" % (ratio, mine if mine not in bps else ref), file=sys.stderr)
-    sys.exit(0 if printed else 1)
+            lines.append("%s (GB/s, read + written)" % figure)
+            lines.append("%-9s" % "size" + "".join("%14s" % h for h in heads))
+        for s in sizes:
+            cells = ["%.2f" % (bps[(figure, c[0], s, c[1])] / 1e9) if (figure, c[0], s, c[1]) in bps else "-"
+                     for c in columns]
+            if markdown:
+                lines.append("| %s | " % size_name(s) + " | ".join(cells) + " |")
+            else:
+                lines.append("%-9s" % size_name(s) + "".join("%14s" % c for c in cells))
+        lines.append("")
+    return lines
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    markdown = "--markdown" in sys.argv
+    if len(args) != 1:
+        sys.exit("usage: ratios.py <transforms_bench JSON output> [--markdown]")
+    bps, l2 = load(args[0])
+    if not bps:
+        sys.exit("ratios.py: no medians in %s (run with --benchmark_repetitions > 1)" % args[0])
+    if l2 is None:
+        print("ratios.py: the benchmark's context names no L2 cache: no ratio above L2", file=sys.stderr)
+    print("\n".join(tables(bps, markdown)))
+    found = ratios(bps, l2)
+    for name, value, size in found:
+        print("RATIO %s %.3f" % (name, value) + ("" if markdown else "  (at %s)" % size_name(size)))
+    sys.exit(0 if found else 1)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,17 @@
-// Benchmarks of the CPU transform kernels against the references of the transforms issue:
-// memcpy of the same bytes, oneDNN's reorder, and the unfused two-step path. scripts/bench runs
-// it and bench/ratios.py turns the medians into the RATIO lines.
+// Benchmarks of the CPU transform kernels over a sweep of sizes, against the references of
+// bench/README.md: memcpy of the same bytes, oneDNN's reorder (which changes layout and data
+// type in one pass, as fluidk's fused kernel does), and fluidk's own steps one after the
+// other. scripts/bench runs it; bench/ratios.py turns the medians into the RATIO lines and
+// bench/plots.py into charts.
+//
+// The sizes step by factors of 4 from 12 KiB to 196 MiB of float, each a real network's
+// activation of 64 channels (ResNet's first stage: 56 x 56 and 112 x 112 images, batches of 1
+// to 64, and the smaller images of later stages). No padding in the blocked layouts, and no
+// power-of-two row strides, where every channel row of a tile falls in one cache set (a case
+// docs/performance.md measures apart).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fluidk/devices/onednn.hpp>
 #include <fluidk/transforms/cpu_kernels.hpp>
@@ -30,39 +39,63 @@ void set_threads(int threads) {
 #endif
 }
 
-struct shape_case {
-  const char* name;
+// The sweep: [N, 64, s, s] float tensors, named "<N>x64x<s>x<s>".
+struct size_case {
+  std::size_t bytes;
   dims shape;
 };
-const shape_case large{"large", {32, 64, 56, 56}};  // 25.7 MB of float
-const shape_case small{"small", {1, 64, 28, 28}};   // 200 KB: stays in L2
+std::vector<size_case> sweep() {
+  std::vector<size_case> out;
+  for (const auto& [n, side] : {std::pair<std::int64_t, std::int64_t>{1, 7},
+                                {1, 14},
+                                {1, 28},
+                                {1, 56},
+                                {1, 112},
+                                {4, 112},
+                                {16, 112},
+                                {64, 112}})
+    out.push_back({std::size_t(n * 64 * side * side * 4), dims{n, 64, side, side}});
+  return out;
+}
+std::string size_name(const size_case& c) {
+  return std::to_string(c.shape[0]) + "x64x" + std::to_string(c.shape[2]) + "x" + std::to_string(c.shape[3]);
+}
+std::string bytes_name(std::size_t bytes) {
+  char text[32];
+  if (bytes >= (std::size_t(1) << 20))
+    std::snprintf(text, sizeof text, "%.4g MiB", double(bytes) / (1 << 20));
+  else
+    std::snprintf(text, sizeof text, "%.4g KiB", double(bytes) / (1 << 10));
+  return text;
+}
 
 std::byte* bytes_of(Tensor& t) { return static_cast<std::byte*>(t.handle()); }
 
-// Every tensor a benchmark touches, allocated once per shape and written before any timing, so
-// that page faults and first touches are never timed; references and fluidk use the same ones.
+// Every tensor a benchmark of one size touches, allocated when the size is first run and
+// written before any timing, so that page faults and first touches are never timed; the
+// references and fluidk use the same ones. All sizes are kept (about 2 GiB together): the
+// repetitions are interleaved at random.
 struct buffers {
-  Tensor nchw, nhwc, nChw8c, nChw16c, nchw_f16, nchw_bf16, scratch;
+  Tensor nchw, nhwc, nChw8c, nchw_f16, nchw_bf16, scratch;
   explicit buffers(const dims& shape)
       : nchw(shape, data_type::float32, cpu_place, data_layout::nchw),
         nhwc(shape, data_type::float32, cpu_place, data_layout::nhwc),
         nChw8c(shape, data_type::float32, cpu_place, data_layout::nChw8c),
-        nChw16c(shape, data_type::float32, cpu_place, data_layout::nChw16c),
         nchw_f16(shape, data_type::float16, cpu_place, data_layout::nchw),
         nchw_bf16(shape, data_type::bfloat16, cpu_place, data_layout::nchw),
         scratch(shape, data_type::float32, cpu_place, data_layout::nchw) {
     std::mt19937 rng(42);
     std::normal_distribution<float> dist(0.f, 1.f);
-    for (Tensor* t : {&nchw, &nhwc, &nChw8c, &nChw16c, &scratch}) {
+    for (Tensor* t : {&nchw, &nhwc, &nChw8c, &scratch}) {
       float* p = t->data<float>();
       for (std::size_t i = 0; i < t->storage_bytes() / 4; ++i) p[i] = dist(rng);
     }
     std::memset(nchw_f16.handle(), 0, nchw_f16.storage_bytes());
     std::memset(nchw_bf16.handle(), 0, nchw_bf16.storage_bytes());
   }
-  static buffers& of(const shape_case& c) {
-    static std::map<std::string, std::unique_ptr<buffers>> all;
-    auto& slot = all[c.name];
+  static buffers& of(const size_case& c) {
+    static std::map<std::size_t, std::unique_ptr<buffers>> all;
+    auto& slot = all[c.bytes];
     if (!slot) slot = std::make_unique<buffers>(c.shape);
     return *slot;
   }
@@ -81,32 +114,35 @@ void timed(benchmark::State& state, int threads, std::size_t bytes, Body&& body)
   set_threads(1);
 }
 
+// oneDNN's reorder from src to dst, each described by its own layout and data type.
 void onednn_reorder(benchmark::State& state, int threads, Tensor& src, Tensor& dst) {
   auto& ctx = onednn_context::this_thread();
   set_threads(threads);  // before creating the primitive: some implementations size themselves then
   auto s = onednn_memory(src, ctx.engine()), d = onednn_memory(dst, ctx.engine());
-  dnnl::reorder prim(s, d);
+  dnnl::reorder prim;
+  try {
+    prim = dnnl::reorder(s, d);
+  } catch (const dnnl::error& e) {
+    state.SkipWithError(("oneDNN has no reorder for this: " + std::string(e.what())).c_str());
+    return;
+  }
   timed(state, threads, src.storage_bytes() + dst.storage_bytes(), [&] {
     prim.execute(ctx.stream(), s, d);
     ctx.stream().wait();
   });
 }
 
-void fluidk_reorder(benchmark::State& state, int threads, Tensor& src, Tensor& dst) {
+// fluidk's one pass from src to dst (a reorder, a cast, or both fused).
+void fluidk_transform(benchmark::State& state, int threads, Tensor& src, Tensor& dst) {
   timed(state, threads, src.storage_bytes() + dst.storage_bytes(), [&] {
-    kernels::reorder(bytes_of(src), src.layout(), bytes_of(dst), dst.layout(), src.dims(), 4, threads);
+    kernels::reorder_cast(bytes_of(src), src.layout(), src.dtype(), bytes_of(dst), dst.layout(), dst.dtype(),
+                          src.dims(), threads);
   });
 }
 
 // memcpy of `bytes` from src to dst: 2 * bytes read plus written.
 void copy(benchmark::State& state, Tensor& src, Tensor& dst, std::size_t bytes) {
   timed(state, 1, 2 * bytes, [&] { std::memcpy(dst.handle(), src.handle(), bytes); });
-}
-
-void fluidk_cast(benchmark::State& state, int threads, Tensor& src, Tensor& dst) {
-  timed(state, threads, src.storage_bytes() + dst.storage_bytes(), [&] {
-    kernels::cast(bytes_of(src), src.dtype(), bytes_of(dst), dst.dtype(), std::size_t(src.numel()), threads);
-  });
 }
 
 using bench_fn = void (*)(benchmark::State&, buffers&, int);
@@ -117,63 +153,58 @@ struct entry {
   std::vector<int> threads;
 };
 
+// Each figure's source and target, and the memcpy that reads plus writes as many bytes (for
+// float -> 16-bit, 6 bytes per element: a memcpy of 3 bytes per element).
 const std::vector<entry>& entries() {
   static const std::vector<entry> all = {
       {"nChw8c_to_nchw/fluidk",
-       [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nChw8c, b.nchw); },
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nChw8c, b.nchw); },
        {1, 2}},
       {"nChw8c_to_nchw/onednn",
        [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nChw8c, b.nchw); },
        {1, 2}},
+      {"nChw8c_to_nchw/memcpy",
+       [](auto& s, auto& b, int) { copy(s, b.nChw8c, b.scratch, b.nchw.storage_bytes()); },
+       {1}},
       {"nchw_to_nChw8c/fluidk",
-       [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nchw, b.nChw8c); },
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nChw8c); },
        {1, 2}},
       {"nchw_to_nChw8c/onednn",
        [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nChw8c); },
        {1, 2}},
-      {"nchw_to_nhwc/fluidk", [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nchw, b.nhwc); }, {1, 2}},
+      {"nchw_to_nChw8c/memcpy",
+       [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, b.nchw.storage_bytes()); },
+       {1}},
+      {"nchw_to_nhwc/fluidk",
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nhwc); },
+       {1, 2}},
       {"nchw_to_nhwc/onednn", [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nhwc); }, {1, 2}},
       {"nchw_to_nhwc/memcpy",
-       [](auto& s, auto& b, int) { copy(s, b.nchw, b.nhwc, b.nchw.storage_bytes()); },
+       [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, b.nchw.storage_bytes()); },
        {1}},
-      // Not in the issue's targets, shown for completeness.
-      {"nhwc_to_nchw/fluidk", [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nhwc, b.nchw); }, {1}},
-      {"nhwc_to_nchw/onednn", [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nhwc, b.nchw); }, {1}},
-      {"nChw16c_to_nchw/fluidk",
-       [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nChw16c, b.nchw); },
-       {1}},
-      {"nChw16c_to_nchw/onednn",
-       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nChw16c, b.nchw); },
-       {1}},
-      {"nchw_to_nChw16c/fluidk",
-       [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nchw, b.nChw16c); },
-       {1}},
-      {"nchw_to_nChw16c/onednn",
-       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nChw16c); },
-       {1}},
-      {"nhwc_to_nChw8c/fluidk", [](auto& s, auto& b, int t) { fluidk_reorder(s, t, b.nhwc, b.nChw8c); }, {1}},
-      {"nhwc_to_nChw8c/onednn", [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nhwc, b.nChw8c); }, {1}},
-      // Casts: memcpy of 3 bytes per element reads plus writes 6, as float -> 16-bit does.
-      {"f32_to_f16/fluidk", [](auto& s, auto& b, int t) { fluidk_cast(s, t, b.nchw, b.nchw_f16); }, {1}},
+      {"f32_to_f16/fluidk",
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nchw_f16); },
+       {1, 2}},
+      {"f32_to_f16/onednn",
+       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nchw_f16); },
+       {1, 2}},
       {"f32_to_f16/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, std::size_t(b.nchw.numel()) * 3); },
        {1}},
-      {"f32_to_bf16/fluidk", [](auto& s, auto& b, int t) { fluidk_cast(s, t, b.nchw, b.nchw_bf16); }, {1}},
+      {"f32_to_bf16/fluidk",
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nchw_bf16); },
+       {1, 2}},
+      {"f32_to_bf16/onednn",
+       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nchw_bf16); },
+       {1, 2}},
       {"f32_to_bf16/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, std::size_t(b.nchw.numel()) * 3); },
        {1}},
-      {"f16_to_f32/fluidk", [](auto& s, auto& b, int t) { fluidk_cast(s, t, b.nchw_f16, b.scratch); }, {1}},
-      {"bf16_to_f32/fluidk", [](auto& s, auto& b, int t) { fluidk_cast(s, t, b.nchw_bf16, b.scratch); }, {1}},
-      // nChw8c float -> NCHW float16: one fused pass, against the two steps through an
-      // intermediate NCHW float tensor (allocated once and warm: the kindest case for it).
+      // nChw8c float -> NCHW float16: one fused pass, against fluidk's two steps through an
+      // intermediate NCHW float tensor (allocated once and warm: the kindest case for them),
+      // against oneDNN's one reorder, and a memcpy of the bytes the fused pass moves.
       {"fused_nChw8c_f32_to_nchw_f16/fluidk",
-       [](auto& s, auto& b, int t) {
-         timed(s, t, b.nChw8c.storage_bytes() + b.nchw_f16.storage_bytes(), [&] {
-           kernels::reorder_cast(bytes_of(b.nChw8c), data_layout::nChw8c, data_type::float32,
-                                 bytes_of(b.nchw_f16), data_layout::nchw, data_type::float16, b.nChw8c.dims(),
-                                 t);
-         });
-       },
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nChw8c, b.nchw_f16); },
        {1, 2}},
       {"fused_nChw8c_f32_to_nchw_f16/sequential",
        [](auto& s, auto& b, int t) {
@@ -185,13 +216,40 @@ const std::vector<entry>& entries() {
          });
        },
        {1, 2}},
+      {"fused_nChw8c_f32_to_nchw_f16/onednn",
+       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nChw8c, b.nchw_f16); },
+       {1, 2}},
+      {"fused_nChw8c_f32_to_nchw_f16/memcpy",
+       [](auto& s, auto& b, int) { copy(s, b.nChw8c, b.scratch, std::size_t(b.nchw.numel()) * 3); },
+       {1}},
   };
   return all;
 }
 
 }  // namespace
 
+// --describe: what the kernels see on this machine, and the store policy each size gets.
+void describe() {
+  const kernels::cache_sizes& caches = kernels::detected_caches();
+  std::printf(
+      "fluidk kernels: %s instructions (detected: %s); caches: L1d %zu KiB, L2 %zu KiB, last level %zu MiB "
+      "shared by %u (from %.*s)\n",
+      std::string(kernels::name_of(kernels::active_isa())).c_str(),
+      std::string(kernels::name_of(kernels::detected_isa())).c_str(), caches.l1d >> 10, caches.l2 >> 10,
+      caches.llc >> 20, caches.llc_sharing, int(caches.source.size()), caches.source.data());
+  std::printf(
+      "store policy by size (layout transforms of float write the size, casts to 16 bits half of it):\n");
+  for (const size_case& c : sweep())
+    std::printf("  %-14s %10s: layout %-9s cast %s\n", size_name(c).c_str(), bytes_name(c.bytes).c_str(),
+                std::string(kernels::name_of(kernels::active_store_policy(c.bytes))).c_str(),
+                std::string(kernels::name_of(kernels::active_store_policy(c.bytes / 2))).c_str());
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--describe") {
+    describe();
+    return 0;
+  }
   const dnnl_version_t* v = dnnl_version();
   benchmark::AddCustomContext(
       "onednn", std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
@@ -200,12 +258,13 @@ int main(int argc, char** argv) {
 #ifdef _OPENMP
   benchmark::AddCustomContext("openmp_max_threads", std::to_string(omp_get_max_threads()));
 #endif
-  for (const shape_case* c : {&large, &small})
+  // Sizes outermost, so that each size's buffers are made once.
+  for (const size_case& c : sweep())
     for (const entry& e : entries())
       for (int t : e.threads) {
-        const std::string name = e.name + "/" + c->name + "/t" + std::to_string(t);
+        const std::string name = e.name + "/" + size_name(c) + "/t" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), [c, fn = e.fn, t](benchmark::State& state) {
-          fn(state, buffers::of(*c), t);
+          fn(state, buffers::of(c), t);
         })->UseRealTime();
       }
   benchmark::Initialize(&argc, argv);

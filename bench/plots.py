@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Draws transforms_bench's medians: one PNG per figure, throughput (GB/s, bytes read plus
+written) against the size of the float tensor, one line per implementation and thread count.
+Usage: plots.py <transforms_bench JSON> <output directory> [title suffix, e.g. the CPU model]
+Needs matplotlib (Debian's python3-matplotlib, which scripts/deps installs)."""
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ratios import FIGURES, load, size_name  # noqa: E402
+
+STYLE = {"fluidk": ("tab:blue", "o"), "onednn": ("tab:orange", "s"), "sequential": ("tab:green", "^"),
+         "memcpy": ("tab:gray", "x")}
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: plots.py <transforms_bench JSON> <output directory> [title suffix]")
+    bps, l2 = load(sys.argv[1])
+    out_dir = sys.argv[2]
+    suffix = sys.argv[3] if len(sys.argv) > 3 else ""
+    os.makedirs(out_dir, exist_ok=True)
+    for figure in FIGURES:
+        series = sorted({(k[1], k[3]) for k in bps if k[0] == figure})
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
+        for impl, threads in series:
+            sizes = sorted(k[2] for k in bps if k[0] == figure and k[1] == impl and k[3] == threads)
+            color, marker = STYLE.get(impl, ("black", "."))
+            ax.plot(sizes, [bps[(figure, impl, s, threads)] / 1e9 for s in sizes], color=color, marker=marker,
+                    linestyle="-" if threads == 1 else "--", label="%s, %d thread%s" % (impl, threads,
+                                                                                    "" if threads == 1 else "s"))
+        if l2:
+            ax.axvline(l2, color="lightgray", linewidth=1)
+            ax.text(l2, ax.get_ylim()[1] * 0.97, " L2", color="gray", va="top", fontsize=8)
+        ax.set_xscale("log", base=2)
+        sizes = sorted({k[2] for k in bps if k[0] == figure})
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([size_name(s).replace(" ", "\u00a0") for s in sizes], fontsize=8)
+        ax.set_xlabel("size of the float tensor")
+        ax.set_ylabel("GB/s (read + written)")
+        ax.set_title(figure + (" \u2014 " + suffix if suffix else ""), fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        path = os.path.join(out_dir, figure + ".png")
+        fig.savefig(path)
+        plt.close(fig)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
