@@ -35,6 +35,45 @@ die() {
   exit 1
 }
 
+# Quiet by default: a stage's output goes to its log under build-logs/, and the screen gets one
+# line per stage, with the end of the log and its path when the stage fails. --verbose
+# (FLUIDK_VERBOSE=1) shows everything as it comes, and keeps the logs too.
+FLUIDK_LOGS="$FLUIDK_ROOT/build-logs"
+FLUIDK_VERBOSE=${FLUIDK_VERBOSE:-0}
+
+# take_verbose_flag "$@": sets FLUIDK_VERBOSE when the arguments hold --verbose.
+take_verbose_flag() {
+  local arg
+  for arg in "$@"; do
+    [[ $arg == --verbose ]] && FLUIDK_VERBOSE=1
+  done
+  return 0
+}
+
+# stage <name> <command...>: runs one stage of a script, quietly or not; returns its status.
+stage() {
+  local name=$1 rc=0 t0=$SECONDS
+  shift
+  local logfile="$FLUIDK_LOGS/${name//[^A-Za-z0-9_.-]/_}.log"
+  mkdir -p "$FLUIDK_LOGS"
+  if [[ $FLUIDK_VERBOSE == 1 ]]; then
+    log "$name"
+    "$@" > >(tee "$logfile") 2>&1 || rc=$?
+    wait  # for tee to write the last lines
+    info "$name: $((SECONDS - t0)) s"
+    return $rc
+  fi
+  printf '%s==> %s%s ... ' "$_log_bold" "$name" "$_log_reset" >&2
+  "$@" >"$logfile" 2>&1 || rc=$?
+  if [[ $rc -eq 0 ]]; then
+    printf 'ok (%d s)\n' $((SECONDS - t0)) >&2
+  else
+    printf '%sFAILED%s (%d s); the last lines of %s:\n' "$_log_red" "$_log_reset" $((SECONDS - t0)) "$logfile" >&2
+    tail -n 25 "$logfile" | sed 's/^/    /' >&2
+  fi
+  return $rc
+}
+
 # configure_build <dir> [meson setup args...]
 # Sets up a Meson build directory of the repository, idempotently. The arguments, the
 # compiler variables from the environment and Meson's version are recorded in

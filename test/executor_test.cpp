@@ -3,9 +3,14 @@
 // the transfer cache (reuse, and no stale data after a write), SelectedRows and LoD through
 // transforms, and executors running concurrently on scopes that share their weights.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
 #include <fluidk/devices/opencl.hpp>
+#include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -318,4 +323,75 @@ TEST_CASE("a block from the program text runs as its operators would", "[executo
   std::vector<float> expected;
   for (int i = 0; i < 8; ++i) expected.push_back(4 * float(i) + 1);
   CHECK(values(scope.get("c")) == expected);
+}
+
+namespace {
+// The edges of a DOT text that carry a moved input (class "transfer" or "transfer cached").
+std::size_t transfer_edges(const std::string& dot, bool cached) {
+  std::size_t n = 0;
+  const std::string needle = cached ? "class=\"transfer cached\"" : "class=\"transfer\"";
+  for (std::size_t at = dot.find(needle); at != std::string::npos; at = dot.find(needle, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+// docs/programs.md, "A picture of the plan".
+TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved input", "[executor][dot][docs]") {
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var in : LoDTensor float [8]\n"
+      "  var w : LoDTensor float [8] persistable\n"
+      "  op double (X: in) -> (Out: a)\n"
+      "  op double (X: a) -> (Out: b) {op_device: string \"opencl:0\"}\n"
+      "  op double (X: w) -> (Out: c) {op_device: string \"opencl:0\"}\n"
+      "  op increment (X: b) -> (Out: d)\n");
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({8})));
+  scope.var("w").set(LoDTensor(iota({8})));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.block(0), scope);
+  std::vector<op_trace> first, second;
+  executor.trace_into(&first);
+  executor.run(prepared);
+  executor.trace_into(&second);
+  executor.run(prepared);
+  executor.trace_into(nullptr);
+
+  std::size_t moved = 0, cached = 0;
+  for (const op_trace& t : first) moved += t.inputs.size();
+  CHECK(moved == 3);  // a -> opencl, w -> opencl, b -> cpu
+  const std::string dot = to_dot(program, first);
+  CHECK(transfer_edges(dot, false) == moved);
+  CHECK(transfer_edges(dot, true) == 0);
+  CHECK_THAT(dot, Catch::Contains("shape=cylinder"));  // the persistable weight
+  CHECK_THAT(dot, Catch::Contains("on Place(opencl:0)") && Catch::Contains("on Place(cpu)"));
+  CHECK_THAT(dot, Catch::Contains("copy Place(cpu)->Place(opencl:0)") && Catch::Contains("32 B copied"));
+
+  // The second run: the unchanged weight comes from the transfer cache, a is new again.
+  for (const op_trace& t : second)
+    for (const input_trace& in : t.inputs) cached += in.cached;
+  CHECK(cached == 1);
+  const std::string again = to_dot(program, second);
+  CHECK(transfer_edges(again, true) == cached);
+  CHECK(transfer_edges(again, false) == 2);
+
+  // Without traces: the block alone, no transfer edge; traces of another block are refused.
+  CHECK(transfer_edges(to_dot(program), false) + transfer_edges(to_dot(program), true) == 0);
+  CHECK_THROWS_WITH(to_dot(program, std::span(first).first(2)), Catch::Contains("2 traces for a block of 4"));
+
+  // Graphviz reads it (where it is installed: scripts/deps installs it).
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    const std::string path = (std::filesystem::temp_directory_path() / "fluidk_executor_test_plan").string();
+    std::ofstream(path + ".dot") << dot;
+    CHECK(std::system(("dot -Tsvg '" + path + ".dot' -o '" + path + ".svg'").c_str()) == 0);
+    std::ifstream svg(path + ".svg");
+    const std::string drawn((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+    std::size_t edges = 0;
+    for (std::size_t at = drawn.find("class=\"edge transfer\""); at != std::string::npos;
+         at = drawn.find("class=\"edge transfer\"", at + 1))
+      ++edges;
+    CHECK(edges == moved);
+  } else {
+    WARN("Graphviz's dot is not installed: the DOT text was not drawn");
+  }
 }

@@ -1,8 +1,11 @@
 // The kernel-type vocabulary: tags and concepts, printing and parsing, equality, hashing,
 // ordinals and ordering of kernel keys.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fluidk/fluidk.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -261,4 +264,53 @@ TEST_CASE("places compare kind and device", "[vocabulary][place]") {
   static_assert(cpu_place.is<cpu>() && !gpu0.is<cpu>() && gpu0.is<test_device>());
   static_assert(cpu_place.host_accessible() && !gpu0.host_accessible());
   CHECK(std::hash<place>{}(gpu0) != std::hash<place>{}(gpu1));
+}
+
+// docs/programs.md, "Words a program may use": every word of the table reads as its row says.
+TEST_CASE("the words docs/programs.md lists read as it says", "[vocabulary][parse][docs]") {
+  const char* docs = std::getenv("FLUIDK_DOCS");
+  REQUIRE(docs != nullptr);
+  std::ifstream page(std::string(docs) + "/programs.md");
+  REQUIRE(page);
+  auto trim = [](std::string s) {
+    const auto first = s.find_first_not_of(' '), last = s.find_last_not_of(' ');
+    return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
+  };
+  std::string line;
+  bool in_table = false;
+  int words = 0;
+  std::set<std::string> fields;
+  while (std::getline(page, line)) {
+    if (line == "| field | words | means |") {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) continue;
+    if (line.rfind("|", 0) != 0) break;
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(trim(cell));
+    REQUIRE(cells.size() == 3);
+    const std::string& field = cells[0];
+    const std::string& means = cells[2];
+    fields.insert(field);
+    std::stringstream list(cells[1]);
+    for (std::string word; std::getline(list, word, ',');) {
+      word = trim(word);
+      INFO(field << ": '" << word << "' should mean " << means);
+      if (field == "data type")
+        CHECK(name_of(parse_data_type(word)) == means);
+      else if (field == "layout")
+        CHECK(name_of(parse_data_layout(word)) == means);
+      else if (field == "library")
+        CHECK(name_of(parse_library_type(word)) == means);
+      else if (field == "place")
+        CHECK(parse_place(word).to_string() == means);
+      else
+        FAIL("unknown field " << field);
+      ++words;
+    }
+  }
+  CHECK(fields == std::set<std::string>{"data type", "layout", "library", "place"});
+  CHECK(words == 47);
 }

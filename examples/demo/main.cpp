@@ -20,8 +20,10 @@
 #include <cstdio>
 #include <exception>
 #include <fluidk/devices/enabled.hpp>
+#include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/program.hpp>
+#include <fstream>
 #include <ops/ops.hpp>
 #include <random>
 #include <string>
@@ -242,7 +244,7 @@ void print_paths(const Scope& scope) {
   }
 }
 
-int run() {
+int run(const char* dot_path) {
   ops::register_all();
   std::string about;
   const place accelerator = pick_accelerator(about);
@@ -280,6 +282,10 @@ int run() {
               static_cast<long long>(scope.get("words").get<LoDTensor>().numel()),
               short_name(accelerator).c_str());
   print_plan(first);
+  if (dot_path != nullptr) {
+    // The same plan as a picture: Graphviz DOT of the block and of what this run did.
+    std::ofstream(dot_path) << to_dot(program, first);
+  }
 
   set_batch(cpu_scope, first_batch, 1);
   cpu_executor.run(cpu_prepared);
@@ -317,9 +323,15 @@ int run() {
 
 }  // namespace
 
-int main() {
+// demo [--dot FILE]: with --dot, also writes the plan of the first batch as Graphviz DOT.
+int main(int argc, char** argv) {
+  const char* dot_path = argc == 3 && std::string(argv[1]) == "--dot" ? argv[2] : nullptr;
+  if (argc != 1 && dot_path == nullptr) {
+    std::fprintf(stderr, "usage: demo [--dot FILE]\n");
+    return 2;
+  }
   try {
-    return run();
+    return run(dot_path);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo failed: %s\n", e.what());
     return 1;

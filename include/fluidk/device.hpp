@@ -218,6 +218,7 @@ typename device_traits<P>::context_type& context_of(int device = 0) {
 
 namespace detail {
 inline const device_entry& device_entry_for(const place& where) {
+  startup_errors::instance().check();
   const device_entry* entry = device_registry::instance().find(where.kind_id());
   if (entry == nullptr)
     throw not_registered("no device is registered for " + where.to_string() +
@@ -237,6 +238,7 @@ inline int device_count(const place& where) { return detail::device_entry_for(wh
 // Copies bytes between two places, through the copy registered for the pair.
 inline void copy_bytes(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
   if (bytes == 0) return;
+  detail::startup_errors::instance().check();
   const auto copy = detail::device_registry::instance().find_copy(src.place.kind_id(), dst.place.kind_id());
   if (copy == nullptr)
     throw not_registered("no copy from " + src.place.to_string() + " to " + dst.place.to_string() +

@@ -23,6 +23,7 @@
 #include "fluidk/program.hpp"
 #include "fluidk/runtime_dispatch.hpp"
 #include "fluidk/scope.hpp"
+#include "fluidk/trace.hpp"
 
 namespace fluidk {
 
@@ -42,22 +43,6 @@ struct executor_stats {
   std::uint64_t bytes_copied = 0;  // bytes written by copies between places
   std::uint64_t child_scopes = 0;  // child scopes made for transformed inputs
   std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
-};
-
-// What one operator run did, for people: the kernel chosen and, for each input that had to
-// move, the chain and what it cost (Executor::trace_into collects these).
-struct input_trace {
-  std::string slot, variable;
-  kernel_key from, to;
-  std::string chain;               // transform_plan::describe()
-  std::uint64_t bytes_copied = 0;  // written by copies between places in this run
-  bool cached = false;             // served by the transfer cache: nothing moved
-};
-struct op_trace {
-  std::string op;
-  kernel_key expected, chosen;
-  bool fell_back = false;
-  std::vector<input_trace> inputs;  // the inputs that were transformed (or served cached)
 };
 
 // What a cached copy was made from, and what it is: a variable's version and the identity

@@ -57,12 +57,12 @@ struct library_word {
   std::string_view word;
   library_type value;
 };
-// MKLDNN and DNNL are oneDNN's former names, still common in Fluid programs.
-inline constexpr library_word library_words[] = {{"PLAIN", library_type::plain},
-                                                 {"ONEDNN", library_type::onednn},
-                                                 {"MKLDNN", library_type::onednn},
-                                                 {"DNNL", library_type::onednn},
-                                                 {"CUDNN", library_type::cudnn}};
+// MKLDNN and DNNL are oneDNN's former names, still common in Fluid programs. CPU and CUDA
+// read as PLAIN, as Fluid's StringToLibraryType reads them: the plain library of those places.
+inline constexpr library_word library_words[] = {
+    {"PLAIN", library_type::plain}, {"ONEDNN", library_type::onednn}, {"MKLDNN", library_type::onednn},
+    {"DNNL", library_type::onednn}, {"CUDNN", library_type::cudnn},   {"CPU", library_type::plain},
+    {"CUDA", library_type::plain}};
 }  // namespace detail
 
 inline library_type parse_library_type(std::string_view text) {

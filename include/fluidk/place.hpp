@@ -103,11 +103,13 @@ class place_kind_registry {
   }
 
   const place_kind_info* find(place_kind_id id) const {
+    startup_errors::instance().check();
     const std::lock_guard lock(mutex_);
     return id < max_place_kinds ? kinds_[id] : nullptr;
   }
 
   const place_kind_info* find(std::string_view word) const {
+    startup_errors::instance().check();
     const std::lock_guard lock(mutex_);
     for (const place_kind_info* kind : kinds_) {
       if (kind == nullptr) continue;

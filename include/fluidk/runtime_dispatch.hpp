@@ -229,7 +229,10 @@ class operator_registry {
   // The operator registered under `name`, or nullptr. Takes no lock: a name index that
   // registrations publish atomically (detail::name_index), so that a by-name call costs a hash
   // and a probe even while another thread registers.
-  const operator_info* find(std::string_view name) const noexcept { return index_.find(name); }
+  const operator_info* find(std::string_view name) const {
+    detail::startup_errors::instance().check();
+    return index_.find(name);
+  }
 
   const operator_info& get(std::string_view name) const {
     if (const operator_info* op = find(name)) return *op;

@@ -385,8 +385,10 @@ struct copy_traits<cuda, cuda> {
 };
 
 namespace detail {
-inline const bool cuda_device_registered = register_device<cuda>() && register_copy<cpu, cuda>() &&
-                                           register_copy<cuda, cpu>() && register_copy<cuda, cuda>();
+inline const bool cuda_device_registered = register_at_startup([] {
+  return register_device<cuda>() && register_copy<cpu, cuda>() && register_copy<cuda, cpu>() &&
+         register_copy<cuda, cuda>();
+});
 }
 
 }  // namespace fluidk

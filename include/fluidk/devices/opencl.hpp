@@ -363,8 +363,10 @@ struct copy_traits<opencl, opencl> {
 };
 
 namespace detail {
-inline const bool opencl_device_registered = register_device<opencl>() && register_copy<cpu, opencl>() &&
-                                             register_copy<opencl, cpu>() && register_copy<opencl, opencl>();
+inline const bool opencl_device_registered = register_at_startup([] {
+  return register_device<opencl>() && register_copy<cpu, opencl>() && register_copy<opencl, cpu>() &&
+         register_copy<opencl, opencl>();
+});
 }
 
 }  // namespace fluidk
