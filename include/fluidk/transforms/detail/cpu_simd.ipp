@@ -568,17 +568,20 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
       for (; q + j.group <= full; q += j.group) {
         const std::byte* sq = src + (j.s.chunk(n, q) + p0) * se;
         std::byte* dq = dst + (j.d.chunk(n, q) + p0 * j.d.ps) * de;
-        switch (j.group) {  // the group a constant, so that its loop unrolls
-          case 4:
+        // Four chunks a step (NHWC of 32 channels or more) with the group a constant, so that
+        // its loop unrolls, for 4-byte elements only: each such instance is a large function
+        // (under a sanitizer's instrumentation, more than the rest of the kernels together),
+        // and NCHW -> NHWC of float is the one programs make. The other cases go one chunk at
+        // a time.
+        bool grouped = false;
+        if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
+          if (j.group == 4) {
             gather_chunks<R, W, 4>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
-            break;
-          case 2:
-            gather_chunks<R, W, 2>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
-            break;
-          default:
-            gather_chunks<R, W, 1>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
-            break;
+            grouped = true;
+          }
         }
+        for (std::int64_t g = 0; !grouped && g < j.group; ++g)
+          gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * de, d_ps, vec, j.prefetch, nt);
         // The pixels left over, element by element.
         for (std::int64_t g = 0; g < j.group; ++g)
           for (std::int64_t p = p0 + vec; p < p1; ++p)
