@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fluidk/executor.hpp>
+#include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <functional>
 #include <span>

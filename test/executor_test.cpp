@@ -8,6 +8,8 @@
 #include <fluidk/devices/opencl.hpp>
 #include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
+#include <fluidk/program.hpp>
+#include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <fstream>
 #include <iterator>

@@ -2,6 +2,7 @@
 // weights, with transfers to a second place: built under ThreadSanitizer by scripts/test.
 #include <catch2/catch.hpp>
 #include <fluidk/executor.hpp>
+#include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <thread>
 #include <vector>

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fluidk/executor.hpp>
+#include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <fstream>

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <fluidk/program.hpp>
+#include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/var_kind_traits.hpp>
 #include <limits>
+#include <ops/lookup_table_grad.hpp>  // the rules of sum and lookup_table_grad, as the operators declare them
+#include <ops/sum.hpp>
 #include <string>
 #include <vector>
 
@@ -25,7 +28,7 @@ struct test_sum {
   static constexpr std::array<std::string_view, 1> inputs{"X"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(noop_kernel<float>{}, noop_kernel<double>{}));
-  static void infer_var_type(const OpDesc& op, BlockDesc& block) { infer_sum_var_type(op, block); }
+  static void infer_var_type(const OpDesc& op, BlockDesc& block) { ops::sum::infer_var_type(op, block); }
 };
 
 struct test_lookup_table_grad {
@@ -34,7 +37,7 @@ struct test_lookup_table_grad {
   static constexpr std::array<std::string_view, 1> outputs{"W@GRAD"};
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(noop_kernel<float>{}));
   static void infer_var_type(const OpDesc& op, BlockDesc& block) {
-    infer_lookup_table_grad_var_type(op, block);
+    ops::lookup_table_grad::infer_var_type(op, block);
   }
 };
 
@@ -390,11 +393,11 @@ TEST_CASE("InferVarType: sum in every combination", "[program][infer_var_type]")
   SECTION("called directly, outside append_op") {
     BlockDesc block;
     declare(block, "a", var_kind::selected_rows, data_type::float16);
-    infer_sum_var_type(sum_of({"a"}, "o"), block);
+    ops::sum::infer_var_type(sum_of({"a"}, "o"), block);
     CHECK(block.get_var("o").kind == var_kind::selected_rows);
     CHECK(block.get_var("o").dtype == data_type::float16);
     CHECK_THROWS_WITH(
-        infer_sum_var_type(sum_of({"a", "zz"}, "o"), block),
+        ops::sum::infer_var_type(sum_of({"a", "zz"}, "o"), block),
         "fluidk: operator 'test_sum' input slot 'X': variable 'zz' is used before it is declared");
   }
 }

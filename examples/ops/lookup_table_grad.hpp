@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
-#include <fluidk/program.hpp>
+#include <fluidk/program/desc.hpp>
 #include <fluidk/selected_rows.hpp>
 #include <span>
 #include <string>
@@ -82,8 +82,18 @@ struct lookup_table_grad {
   static constexpr auto kernels = fluidk::make_kernels(
       fluidk::kernels_on<cpu>(lookup_table_grad_cpu<float>{}, lookup_table_grad_cpu<double>{}));
 
+  // InferVarType: W@GRAD is SelectedRows when the bool attribute is_sparse is true, else
+  // (also when absent) a LoDTensor; its data type is W's.
   static void infer_var_type(const OpDesc& op, BlockDesc& block) {
-    infer_lookup_table_grad_var_type(op, block);
+    const bool sparse = op.attr_or<bool>("is_sparse", false);
+    const data_type dtype =
+        input_var_desc(op, block, "W", first_input_name(op, "W", "the weight gradient takes W's data type"))
+            .dtype;
+    for (const std::string& name : op.output("W@GRAD")) {
+      VarDesc& grad = block.var_recursive(name);
+      grad.kind = sparse ? var_kind::selected_rows : var_kind::lod_tensor;
+      grad.dtype = dtype;
+    }
   }
 };
 

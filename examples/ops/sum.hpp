@@ -6,7 +6,7 @@
 //   all SelectedRows: Out is SelectedRows, the inputs concatenated: their rows one after the
 //     other (repeats kept; a SelectedRows' repeated rows add up), their values stacked, the
 //     common height.
-// The operator's InferVarType (fluidk::infer_sum_var_type) says the same for programs. All
+// The operator's InferVarType (sum::infer_var_type) says the same for programs. All
 // inputs share the data type. The output may be one of the inputs (in-place accumulation).
 //
 // Kernels: CPU plain (float, double, int32_t, int64_t). Other places add their groups to
@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
-#include <fluidk/program.hpp>
+#include <fluidk/program/desc.hpp>
 #include <fluidk/selected_rows.hpp>
 #include <string>
 #include <string_view>
@@ -151,7 +151,41 @@ struct sum {
   static constexpr auto kernels = fluidk::make_kernels(fluidk::kernels_on<cpu>(
       sum_cpu<float>{}, sum_cpu<double>{}, sum_cpu<std::int32_t>{}, sum_cpu<std::int64_t>{}));
 
-  static void infer_var_type(const OpDesc& op, BlockDesc& block) { infer_sum_var_type(op, block); }
+  // InferVarType: if any input is a LoDTensorArray, all must be and Out is one; else Out is a
+  // LoDTensor if any input is one, else SelectedRows. Out's data type is the first input's.
+  static void infer_var_type(const OpDesc& op, BlockDesc& block) {
+    const std::vector<std::string>& xs = op.input("X");
+    const std::vector<std::string>& outs = op.output("Out");
+    const data_type dtype =
+        input_var_desc(op, block, "X",
+                       first_input_name(op, "X", "sum takes the output's data type from the first"))
+            .dtype;
+    const std::string* array = nullptr;  // an input that is a LoDTensorArray
+    const VarDesc* not_array = nullptr;  // an input that is not
+    bool any_dense = false;
+    for (const std::string& name : xs) {
+      const VarDesc& v = input_var_desc(op, block, "X", name);
+      if (v.kind == var_kind::lod_tensor_array) {
+        if (array == nullptr) array = &name;
+      } else if (not_array == nullptr) {
+        not_array = &v;
+      }
+      any_dense = any_dense || v.kind == var_kind::lod_tensor;
+    }
+    if (array != nullptr && not_array != nullptr)
+      throw error("operator '" + op.type() +
+                  "' input slot 'X': if any input is a LoDTensorArray, all must be; '" + *array +
+                  "' is a LoDTensorArray but '" + not_array->name + "' is a " +
+                  std::string(name_of(not_array->kind)));
+    const var_kind kind = array != nullptr ? var_kind::lod_tensor_array
+                          : any_dense      ? var_kind::lod_tensor
+                                           : var_kind::selected_rows;
+    for (const std::string& name : outs) {
+      VarDesc& out = block.var_recursive(name);
+      out.kind = kind;
+      out.dtype = dtype;
+    }
+  }
 };
 
 }  // namespace fluidk::ops

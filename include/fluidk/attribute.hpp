@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -11,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "fluidk/dtype.hpp"
 #include "fluidk/error.hpp"
 
 namespace fluidk {
@@ -94,5 +96,20 @@ class attribute_map {
 
   std::vector<std::pair<std::string, attribute>> entries_;
 };
+
+// The data type an operator's data-type attribute gives (a data type's name, as in program
+// text: "float32", "int64"), or nothing when the operator declares none or the attribute is
+// absent. A wrong kind or an unknown name is an error naming the operator.
+inline std::optional<data_type> attribute_data_type(const attribute_map& attrs, std::string_view attribute,
+                                                    std::string_view op) {
+  if (attribute.empty() || !attrs.contains(attribute)) return std::nullopt;
+  const std::string& text = attrs.get<std::string>(attribute, op);
+  try {
+    return parse_data_type(text);
+  } catch (const parse_error& e) {
+    throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) +
+                      "': " + e.what());
+  }
+}
 
 }  // namespace fluidk

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "fluidk/error.hpp"
-#include "fluidk/program.hpp"
+#include "fluidk/program/desc.hpp"
 #include "fluidk/trace.hpp"
 
 namespace fluidk {

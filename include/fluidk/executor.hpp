@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "fluidk/program.hpp"
-#include "fluidk/runtime_dispatch.hpp"
+#include "fluidk/program/desc.hpp"
+#include "fluidk/runtime_call.hpp"
 #include "fluidk/scope.hpp"
 #include "fluidk/trace.hpp"
 

@@ -322,21 +322,6 @@ constexpr std::string_view data_type_attribute_of() {
     return {};
 }
 
-// The data type an operator's data-type attribute gives (a data type's name, as in program
-// text: "float32", "int64"), or nothing when the operator declares none or the attribute is
-// absent. A wrong kind or an unknown name is an error naming the operator.
-inline std::optional<data_type> attribute_data_type(const attribute_map& attrs, std::string_view attribute,
-                                                    std::string_view op) {
-  if (attribute.empty() || !attrs.contains(attribute)) return std::nullopt;
-  const std::string& text = attrs.get<std::string>(attribute, op);
-  try {
-    return parse_data_type(text);
-  } catch (const parse_error& e) {
-    throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) +
-                      "': " + e.what());
-  }
-}
-
 namespace detail {
 // The kernel types of an operator's map as an Mp11 list, in declaration order. (A function
 // object rather than a lambda: g++ 12 mishandles lambdas in alias templates.)

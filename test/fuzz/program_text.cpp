@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <fluidk/program.hpp>
+#include <fluidk/runtime_dispatch.hpp>
+#include <ops/lookup_table_grad.hpp>  // the rules of sum and lookup_table_grad
+#include <ops/sum.hpp>
 #include <string>
 #include <string_view>
 
@@ -23,7 +26,7 @@ struct fuzz_sum {
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   static constexpr auto kernels = fluidk::make_kernels(fluidk::kernels_on<fluidk::cpu>(noop<float>{}));
   static void infer_var_type(const fluidk::OpDesc& op, fluidk::BlockDesc& block) {
-    fluidk::infer_sum_var_type(op, block);
+    fluidk::ops::sum::infer_var_type(op, block);
   }
 };
 struct fuzz_lookup_table_grad {
@@ -32,7 +35,7 @@ struct fuzz_lookup_table_grad {
   static constexpr std::array<std::string_view, 1> outputs{"W@GRAD"};
   static constexpr auto kernels = fluidk::make_kernels(fluidk::kernels_on<fluidk::cpu>(noop<float>{}));
   static void infer_var_type(const fluidk::OpDesc& op, fluidk::BlockDesc& block) {
-    fluidk::infer_lookup_table_grad_var_type(op, block);
+    fluidk::ops::lookup_table_grad::infer_var_type(op, block);
   }
 };
 struct fuzz_lookup_table {

@@ -1,6 +1,10 @@
-// A translation unit that includes fluidk/executor.hpp and nothing else of fluidk: the
-// program it runs needs the CPU's transforms.
+// A translation unit that includes what docs/programs.md names to run a program (executor.hpp,
+// program.hpp, runtime_dispatch.hpp) and no transform header: the program it runs needs the
+// CPU's transforms.
+
 #include <fluidk/executor.hpp>
+#include <fluidk/program.hpp>           // the program text
+#include <fluidk/runtime_dispatch.hpp>  // register_operator: docs/programs.md names the three headers
 
 #include "half_scale.hpp"
 

@@ -1,0 +1,288 @@
+// The runtime registry of operators, with no Hana: per operator, its slots, its rules (as
+// the constexpr functions of kernel_choice.hpp read them), its kernels as type-erased entries
+// and a dense table, indexed by the expected key's ordinal, that memoises rule 2 for both
+// fallback policies; the registry finds operators by name without a lock, keeps the global
+// fallback policy and reports fallbacks once per operator and key. register_operator<Op>()
+// (fluidk/runtime_dispatch.hpp) fills it from an operator's declaration; the executor and
+// the runtime calls (fluidk/runtime_call.hpp) need only this.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "fluidk/detail/name_index.hpp"
+#include "fluidk/error.hpp"
+#include "fluidk/execution_context.hpp"
+#include "fluidk/kernel_choice.hpp"
+
+namespace fluidk {
+
+// One registered kernel: its key and how to call it.
+struct kernel_entry {
+  kernel_key key;
+  void (*call)(const void* kernel, execution_context& context);
+  const void* kernel;
+
+  void operator()(execution_context& context) const { call(kernel, context); }
+};
+
+// What a fallback was: reported once per operator and expected key, counted every time.
+struct fallback_event {
+  std::string_view op;
+  kernel_key expected;
+  kernel_key chosen;
+};
+
+class operator_info;
+class OpDesc;
+class BlockDesc;
+
+// An operator's InferVarType: sets the kinds (and data types) of its outputs in the block.
+using infer_var_type_function = void (*)(const OpDesc& op, BlockDesc& block);
+
+// The runtime face of one operator type.
+class operator_info {
+ public:
+  // The parts of an operator, as register_operator<Op>() (fluidk/runtime_dispatch.hpp) reads
+  // them off its declaration: kernels[i] has key rules.keys[i].
+  operator_info(std::string_view name, std::span<const std::string_view> inputs,
+                std::span<const std::string_view> outputs, const selection_rules& rules,
+                std::string_view data_type_attribute, const std::type_info& type, std::string (*type_name)(),
+                infer_var_type_function infer_var_type, std::vector<kernel_entry> kernels)
+      : name_(name),
+        inputs_(inputs),
+        outputs_(outputs),
+        rules_(rules),
+        data_type_attribute_(data_type_attribute),
+        type_(&type),
+        type_name_(type_name),
+        infer_var_type_(infer_var_type),
+        entries_(std::move(kernels)) {
+    if (entries_.size() >= no_entry)
+      throw registration_error("operator '" + std::string(name_) + "' has " +
+                               std::to_string(entries_.size()) + " kernels; at most " +
+                               std::to_string(no_entry - 1) + " are supported");
+  }
+  // The most kernels an operator may have (the runtime table holds 16-bit indices).
+  static constexpr std::size_t max_kernels = 0xfffe;
+
+  std::string_view name() const noexcept { return name_; }
+  std::span<const std::string_view> inputs() const noexcept { return inputs_; }
+  std::span<const std::string_view> outputs() const noexcept { return outputs_; }
+  // The operator's configuration as the rules of kernel_choice.hpp read it.
+  const selection_rules& rules() const noexcept { return rules_; }
+  fallback_policy fallback() const noexcept { return rules_.fallback; }
+  // The kernels in declaration order: entry i has key rules().keys[i].
+  const std::vector<kernel_entry>& kernels() const noexcept { return entries_; }
+  bool no_transform(std::size_t slot) const noexcept { return slot < 64 && rules_.exempt(slot); }
+  bool cast(std::size_t slot) const noexcept { return slot < 64 && rules_.casts(slot); }
+  bool keep_layout(std::size_t slot) const noexcept { return slot < 64 && rules_.keeps_layout(slot); }
+  const std::optional<place>& run_on() const noexcept { return rules_.run_on; }
+  std::size_t data_type_input() const noexcept { return rules_.data_type_input; }
+  // The attribute that gives the data type; empty when the inputs decide.
+  std::string_view data_type_attribute() const noexcept { return data_type_attribute_; }
+  // The operator's InferVarType, nullptr for the default (every output a dense LoDTensor).
+  infer_var_type_function infer_var_type() const noexcept { return infer_var_type_; }
+  // The C++ type registered under the name (for registration errors).
+  const std::type_info& type() const noexcept { return *type_; }
+  std::string type_name() const { return type_name_(); }
+
+  // Rule 2 of kernel_choice.hpp (choose_registered_kernel) for an expected key and policy:
+  // the index of the kernel in kernels(), selection_rules::none when there is none, and
+  // whether that was a fallback. Memoised per place kind in a dense table: after the first
+  // call for a kind, an atomic load and two reads.
+  struct match {
+    std::size_t index;
+    bool fell_back;
+  };
+  match lookup(const kernel_key& expected, fallback_policy policy) const {
+    const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
+    if (sub == nullptr) sub = &build_table(expected.place().kind());
+    const table_entry& e = (*sub)[expected.ordinal_in_kind()];
+    const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
+    return {i == no_entry ? selection_rules::none : std::size_t(i), e.strict == no_entry && i != no_entry};
+  }
+
+  std::string registered_keys() const {
+    std::string out;
+    for (const kernel_entry& e : entries_) out += (out.empty() ? "" : ", ") + e.key.to_string();
+    return out.empty() ? "none" : out;
+  }
+
+  ~operator_info() {
+    for (auto& t : tables_) delete t.load(std::memory_order_relaxed);
+  }
+  operator_info(const operator_info&) = delete;
+  operator_info& operator=(const operator_info&) = delete;
+
+ private:
+  static constexpr std::uint16_t no_entry = 0xffff;
+  struct table_entry {
+    std::uint16_t strict = no_entry;             // fallback_policy::none
+    std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
+  };
+  using subtable = std::array<table_entry, kernel_key::keys_per_place_kind>;
+
+  // Fills the table of one place kind by asking rule 2 for every key of that kind.
+  const subtable& build_table(const place_kind_info& kind) const {
+    const std::lock_guard lock(table_mutex_);
+    std::atomic<const subtable*>& slot = tables_[kind.id];
+    if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
+    static_assert(kernel_key::ordinal_count == max_place_kinds * kernel_key::keys_per_place_kind);
+    auto sub = std::make_unique<subtable>();
+    const place where(kind, 0);
+    for (std::size_t d = 0; d < data_type_count; ++d)
+      for (std::size_t l = 0; l < data_layout_count; ++l)
+        for (std::size_t b = 0; b < library_type_count; ++b) {
+          const kernel_key key(where, data_type(d), data_layout(l), library_type(b));
+          auto index = [&](fallback_policy policy) {
+            const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
+            return i == selection_rules::none ? no_entry : std::uint16_t(i);
+          };
+          (*sub)[key.ordinal_in_kind()] = {index(fallback_policy::none), index(fallback_policy::cpu)};
+        }
+    slot.store(sub.get(), std::memory_order_release);
+    return *sub.release();
+  }
+
+  std::string_view name_;
+  std::span<const std::string_view> inputs_, outputs_;
+  selection_rules rules_;
+  std::string_view data_type_attribute_;
+  const std::type_info* type_ = nullptr;
+  std::string (*type_name_)() = nullptr;
+  infer_var_type_function infer_var_type_ = nullptr;
+  std::vector<kernel_entry> entries_;
+  mutable std::mutex table_mutex_;
+  mutable std::array<std::atomic<const subtable*>, max_place_kinds> tables_{};
+};
+
+// The operators known at run time, each registered once with register_operator<Op>().
+class operator_registry {
+ public:
+  // Inline, so that a call's lookup does not pay a call for it.
+  [[gnu::always_inline]] static operator_registry& instance() {
+    static operator_registry registry;
+    return registry;
+  }
+
+  // Registers an operator under `name`, made by `make` the first time (register_operator<Op>()
+  // in fluidk/runtime_dispatch.hpp gives these for a declared operator type); registering the
+  // same type again returns the same info. Another type under a name already taken is a
+  // registration_error naming both.
+  const operator_info& add(std::string_view name, const std::type_info& type, std::string (*type_name)(),
+                           std::unique_ptr<operator_info> (*make)()) {
+    const std::unique_lock lock(mutex_);
+    auto& slot = operators_[std::string(name)];
+    if (!slot) {
+      slot = make();
+      index_.insert(name, slot.get());
+    } else if (slot->type() != type) {
+      throw registration_error("operator name '" + std::string(name) + "' is taken by " + slot->type_name() +
+                               "; cannot register " + type_name() + " under it");
+    }
+    return *slot;
+  }
+
+  // The operator registered under `name`, or nullptr. Takes no lock: a name index that
+  // registrations publish atomically (detail::name_index), so that a by-name call costs a hash
+  // and a probe even while another thread registers.
+  const operator_info* find(std::string_view name) const {
+    detail::startup_errors::instance().check();
+    return index_.find(name);
+  }
+
+  const operator_info& get(std::string_view name) const {
+    if (const operator_info* op = find(name)) return *op;
+    throw not_registered("unknown operator '" + std::string(name) + "'; registered: " + names());
+  }
+
+  std::string names() const {
+    const std::shared_lock lock(mutex_);
+    std::string out;
+    for (const auto& [name, _] : operators_) out += (out.empty() ? "" : ", ") + name;
+    return out.empty() ? "none" : out;
+  }
+
+  // Every registered (operator, kernel key), in name and key order.
+  std::vector<std::pair<std::string, kernel_key>> list() const {
+    const std::shared_lock lock(mutex_);
+    std::vector<std::pair<std::string, kernel_key>> out;
+    for (const auto& [name, op] : operators_)
+      for (const kernel_entry& e : op->kernels()) out.emplace_back(name, e.key);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Global fallback policy: when set, it replaces every operator's own, from the next call
+  // on (prepared programs included).
+  void set_global_fallback(std::optional<fallback_policy> policy) {
+    global_fallback_.store(policy ? int(*policy) : -1, std::memory_order_relaxed);
+  }
+  std::optional<fallback_policy> global_fallback() const noexcept {
+    const int global = global_fallback_code();
+    return global < 0 ? std::nullopt : std::optional<fallback_policy>(fallback_policy(global));
+  }
+  // The same as a number: -1 when none is set, else the fallback_policy's value.
+  int global_fallback_code() const noexcept { return global_fallback_.load(std::memory_order_relaxed); }
+  fallback_policy effective_fallback(const operator_info& op) const noexcept {
+    return global_fallback().value_or(op.fallback());
+  }
+
+  // Called once per (operator, expected key) that falls back; by default one line on stderr.
+  // The reporter runs outside the registry's lock: it may call back into the registry.
+  void set_fallback_reporter(std::function<void(const fallback_event&)> reporter) {
+    const std::lock_guard lock(fallback_mutex_);
+    reporter_ = std::make_shared<const std::function<void(const fallback_event&)>>(std::move(reporter));
+  }
+  void note_fallback(const fallback_event& event) {
+    std::shared_ptr<const std::function<void(const fallback_event&)>> reporter;
+    {
+      const std::lock_guard lock(fallback_mutex_);
+      if (fallbacks_[{std::string(event.op), event.expected}]++ != 0) return;
+      reporter = reporter_;
+    }
+    if (reporter && *reporter)
+      (*reporter)(event);
+    else
+      std::fprintf(stderr, "fluidk: operator '%.*s' has no kernel for %s; falling back to %s\n",
+                   int(event.op.size()), event.op.data(), event.expected.to_string().c_str(),
+                   event.chosen.to_string().c_str());
+  }
+  std::size_t fallback_count(std::string_view op, const kernel_key& expected) const {
+    const std::lock_guard lock(fallback_mutex_);
+    const auto it = fallbacks_.find({std::string(op), expected});
+    return it == fallbacks_.end() ? 0 : it->second;
+  }
+
+ private:
+  // Registration and listing: the map owns the operators, in name order, under the mutex;
+  // lookups go through the index.
+  mutable std::shared_mutex mutex_;
+  std::map<std::string, std::unique_ptr<operator_info>, std::less<>> operators_;
+  detail::name_index<operator_info> index_;
+  std::atomic<int> global_fallback_{-1};
+  mutable std::mutex fallback_mutex_;
+  std::map<std::pair<std::string, kernel_key>, std::size_t> fallbacks_;
+  std::shared_ptr<const std::function<void(const fallback_event&)>> reporter_;
+};
+
+inline const operator_info& find_operator(std::string_view name) {
+  return operator_registry::instance().get(name);
+}
+}  // namespace fluidk

@@ -1,0 +1,437 @@
+// Program descriptions: VarDesc, OpDesc, BlockDesc and ProgramDesc, and BlockDesc::append_op,
+// which checks an operator against the registry and runs its InferVarType. No Hana: the
+// registry it reads is fluidk/operator_registry.hpp. The text form is in text_writer.hpp and
+// text_reader.hpp beside this header; fluidk/program.hpp brings all of them.
+//
+// A BlockDesc holds variables (by name, in the order they were declared) and operators (in
+// order); an operator sees the variables of its block and of the enclosing blocks. append_op
+// validates an operator against the registry before it changes anything: the operator is
+// registered, every slot it is given is one the operator declares, every input variable is
+// declared, and the attributes dispatch reads have their kinds (op_device a string;
+// use_onednn, use_mkldnn, use_cudnn bools). Then it declares the outputs that no visible block
+// has (in its own block) and runs the operator's InferVarType (registered with the operator as
+// `static void infer_var_type(const OpDesc&, BlockDesc&)`; default: every output a dense
+// LoDTensor), which sets the kinds and data types of the outputs and may reject the operator
+// (wrong kinds of inputs or attributes). On any error the block is left as it was: the
+// variables the operator names are restored, the ones declared on the way removed, and the
+// operator is not appended.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "fluidk/attribute.hpp"
+#include "fluidk/dtype.hpp"
+#include "fluidk/error.hpp"
+#include "fluidk/operator_registry.hpp"
+#include "fluidk/variable.hpp"
+
+namespace fluidk {
+
+// A variable of a block: what it holds and its static shape (-1 for a dimension known only
+// when the program runs).
+struct VarDesc {
+  std::string name;
+  var_kind kind = var_kind::lod_tensor;
+  data_type dtype = data_type::float32;
+  std::vector<std::int64_t> shape = {};  // "= {}" lets VarDesc{"x"} pass -Wmissing-field-initializers
+  bool persistable = false;
+
+  friend bool operator==(const VarDesc&, const VarDesc&) = default;
+};
+
+// Slot name → the variable names it holds, in order. Slots are kept in name order.
+using slot_map = std::map<std::string, std::vector<std::string>, std::less<>>;
+
+namespace detail {
+// Text pieces joined into one string by appending (`"literal" + temporary` makes g++ 12 at
+// -O3 report a false -Wrestrict).
+template <class... Parts>
+std::string text_cat(const Parts&... parts) {
+  const std::string_view views[] = {std::string_view(parts)...};
+  std::size_t size = 0;
+  for (const std::string_view v : views) size += v.size();
+  std::string out;
+  out.reserve(size);
+  for (const std::string_view v : views) out.append(v);
+  return out;
+}
+
+// Attribute equality in which NaN equals NaN, so that programs compare equal to their text
+// round trip.
+template <class T>
+bool same_value(const T& a, const T& b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return a == b || (std::isnan(a) && std::isnan(b));
+  else
+    return a == b;
+}
+template <class T>
+bool same_value(const std::vector<T>& a, const std::vector<T>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const T& x, const T& y) { return same_value(x, y); });
+}
+inline bool same_attributes(const attribute_map& a, const attribute_map& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.index() == y.second.index() &&
+           std::visit(
+               [&](const auto& value) {
+                 return same_value(value, std::get<std::decay_t<decltype(value)>>(y.second));
+               },
+               x.second);
+  });
+}
+
+template <class Range>
+std::string join_slots(const Range& slots) {
+  std::string out;
+  for (const auto& s : slots) out += (out.empty() ? "'" : ", '") + std::string(s) + "'";
+  return out.empty() ? "none" : out;
+}
+}  // namespace detail
+
+// One operator of a block: its type, its input and output slots, and its attributes.
+class OpDesc {
+ public:
+  OpDesc() = default;
+  explicit OpDesc(std::string type) : type_(std::move(type)) {}
+  OpDesc(std::string type, slot_map inputs, slot_map outputs, attribute_map attrs = {})
+      : type_(std::move(type)),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        attrs_(std::move(attrs)) {}
+
+  const std::string& type() const noexcept { return type_; }
+  void set_type(std::string type) { type_ = std::move(type); }
+
+  const slot_map& inputs() const noexcept { return inputs_; }
+  const slot_map& outputs() const noexcept { return outputs_; }
+  bool has_input(std::string_view slot) const { return inputs_.find(slot) != inputs_.end(); }
+  bool has_output(std::string_view slot) const { return outputs_.find(slot) != outputs_.end(); }
+
+  // The variables of a slot; an error naming the operator and the slot when it has none.
+  const std::vector<std::string>& input(std::string_view slot) const { return get(inputs_, slot, "input"); }
+  const std::vector<std::string>& output(std::string_view slot) const {
+    return get(outputs_, slot, "output");
+  }
+
+  OpDesc& set_input(std::string_view slot, std::vector<std::string> names) {
+    set(inputs_, slot, std::move(names));
+    return *this;
+  }
+  OpDesc& set_output(std::string_view slot, std::vector<std::string> names) {
+    set(outputs_, slot, std::move(names));
+    return *this;
+  }
+
+  const attribute_map& attrs() const noexcept { return attrs_; }
+  bool has_attr(std::string_view name) const noexcept { return attrs_.contains(name); }
+  // The attribute as a T; an error naming the operator and the attribute when it is absent
+  // or of another kind.
+  template <class T>
+  const T& attr(std::string_view name) const {
+    return attrs_.get<T>(name, type_);
+  }
+  // The attribute as a T, or `fallback` when absent (another kind is still an error).
+  template <class T>
+  T attr_or(std::string_view name, T fallback) const {
+    return attrs_.get_or<T>(name, std::move(fallback), type_);
+  }
+  OpDesc& set_attr(std::string_view name, attribute value) {
+    attrs_.set(name, std::move(value));
+    return *this;
+  }
+  template <std::size_t N>
+  OpDesc& set_attr(std::string_view name, const char (&value)[N]) {
+    return set_attr(name, attribute(std::string(value)));
+  }
+
+  friend bool operator==(const OpDesc& a, const OpDesc& b) {
+    return a.type_ == b.type_ && a.inputs_ == b.inputs_ && a.outputs_ == b.outputs_ &&
+           detail::same_attributes(a.attrs_, b.attrs_);
+  }
+
+ private:
+  const std::vector<std::string>& get(const slot_map& slots, std::string_view slot, const char* what) const {
+    const auto it = slots.find(slot);
+    if (it == slots.end()) {
+      std::string have;
+      for (const auto& [name, _] : slots) have += (have.empty() ? "'" : ", '") + name + "'";
+      throw error("operator '" + type_ + "' has no " + what + " slot '" + std::string(slot) + "'; it has " +
+                  (have.empty() ? std::string("none") : have));
+    }
+    return it->second;
+  }
+  static void set(slot_map& slots, std::string_view slot, std::vector<std::string> names) {
+    const auto it = slots.find(slot);
+    if (it != slots.end())
+      it->second = std::move(names);
+    else
+      slots.emplace(std::string(slot), std::move(names));
+  }
+
+  std::string type_;
+  slot_map inputs_, outputs_;
+  attribute_map attrs_;
+};
+
+class ProgramDesc;
+
+// A sequence of operators and the variables they use. Reading and writing a block from
+// several threads at once needs outside locking. References to variables and operators stay
+// valid while the block grows (they are stored in deques); renaming a VarDesc through such a
+// reference is not supported.
+class BlockDesc {
+ public:
+  // A standalone block: index 0, no parent.
+  BlockDesc() = default;
+
+  std::size_t idx() const noexcept { return idx_; }
+  // The index of the enclosing block; none for the global block and a standalone one.
+  std::optional<std::size_t> parent_idx() const noexcept { return parent_; }
+  // The enclosing block, when the block belongs to a program and has one.
+  const BlockDesc* parent_block() const noexcept;
+  BlockDesc* parent_block() noexcept;
+
+  // The variable of this name in this block, declared (as a float32 LoDTensor) if missing.
+  VarDesc& var(std::string_view name) {
+    if (VarDesc* v = find_var(name)) return *v;
+    if (name.empty())
+      throw error(detail::text_cat("block ", std::to_string(idx_), ": a variable needs a name"));
+    vars_.push_back(VarDesc{std::string(name)});
+    index_.emplace(std::string(name), vars_.size() - 1);
+    return vars_.back();
+  }
+  // The variable of this name in this block, or nullptr.
+  VarDesc* find_var(std::string_view name) noexcept {
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &vars_[it->second];
+  }
+  const VarDesc* find_var(std::string_view name) const noexcept {
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &vars_[it->second];
+  }
+  bool has_var(std::string_view name) const noexcept { return find_var(name) != nullptr; }
+  // The position of a variable of this block in vars(), or none.
+  std::optional<std::size_t> var_index(std::string_view name) const noexcept {
+    const auto it = index_.find(name);
+    return it == index_.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+  }
+  // The variable of this name in this block; an error naming it when it is not declared.
+  const VarDesc& get_var(std::string_view name) const {
+    if (const VarDesc* v = find_var(name)) return *v;
+    throw error(detail::text_cat("block ", std::to_string(idx_), " has no variable '", name, "'"));
+  }
+  // The variable in this block or the nearest enclosing block that has it, or nullptr.
+  VarDesc* find_var_recursive(std::string_view name) noexcept {
+    for (BlockDesc* b = this; b != nullptr; b = b->parent_block())
+      if (VarDesc* v = b->find_var(name)) return v;
+    return nullptr;
+  }
+  const VarDesc* find_var_recursive(std::string_view name) const noexcept {
+    for (const BlockDesc* b = this; b != nullptr; b = b->parent_block())
+      if (const VarDesc* v = b->find_var(name)) return v;
+    return nullptr;
+  }
+  // The variable as an operator sees it: in this block or an enclosing one; declared in
+  // this block if none has it. What InferVarType functions use for their outputs.
+  VarDesc& var_recursive(std::string_view name) {
+    if (VarDesc* v = find_var_recursive(name)) return *v;
+    return var(name);
+  }
+
+  // Validates, declares the outputs, runs the operator's InferVarType, appends; on any
+  // error the block (and its enclosing blocks) are left as they were.
+  OpDesc& append_op(OpDesc op);
+
+  // The variables in declaration order, the operators in order.
+  const std::deque<VarDesc>& vars() const noexcept { return vars_; }
+  const std::deque<OpDesc>& ops() const noexcept { return ops_; }
+
+  friend bool operator==(const BlockDesc& a, const BlockDesc& b) {
+    return a.idx_ == b.idx_ && a.parent_ == b.parent_ && a.vars_ == b.vars_ && a.ops_ == b.ops_;
+  }
+
+ private:
+  friend class ProgramDesc;
+
+  // Keeps the first `count` variables.
+  void truncate_vars(std::size_t count) {
+    if (vars_.size() <= count) return;
+    vars_.resize(count);
+    std::erase_if(index_, [&](const auto& entry) { return entry.second >= count; });
+  }
+
+  std::size_t idx_ = 0;
+  std::optional<std::size_t> parent_;
+  ProgramDesc* program_ = nullptr;
+  std::deque<VarDesc> vars_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+  std::deque<OpDesc> ops_;
+};
+
+// A program: blocks, block 0 the global one. Blocks stay at their address while the
+// program grows; copying a program copies its blocks and links them to the copy.
+class ProgramDesc {
+ public:
+  ProgramDesc() { blocks_.emplace_back().program_ = this; }
+  ProgramDesc(const ProgramDesc& other) : blocks_(other.blocks_) { relink(); }
+  ProgramDesc(ProgramDesc&& other) noexcept : blocks_(std::move(other.blocks_)) { relink(); }
+  ProgramDesc& operator=(const ProgramDesc& other) {
+    if (this != &other) {
+      blocks_ = other.blocks_;
+      relink();
+    }
+    return *this;
+  }
+  ProgramDesc& operator=(ProgramDesc&& other) noexcept {
+    if (this != &other) {
+      blocks_ = std::move(other.blocks_);
+      relink();
+    }
+    return *this;
+  }
+  ~ProgramDesc() = default;
+
+  std::size_t num_blocks() const noexcept { return blocks_.size(); }
+  BlockDesc& block(std::size_t i) { return blocks_[checked(i)]; }
+  const BlockDesc& block(std::size_t i) const { return blocks_[checked(i)]; }
+  BlockDesc& global_block() { return block(0); }
+  const BlockDesc& global_block() const { return block(0); }
+  const std::deque<BlockDesc>& blocks() const noexcept { return blocks_; }
+
+  // A new block whose operators also see the variables of `parent` (and of its parents).
+  BlockDesc& append_block(std::size_t parent = 0) {
+    checked(parent);
+    BlockDesc& b = blocks_.emplace_back();
+    b.idx_ = blocks_.size() - 1;
+    b.parent_ = parent;
+    b.program_ = this;
+    return b;
+  }
+
+  friend bool operator==(const ProgramDesc& a, const ProgramDesc& b) { return a.blocks_ == b.blocks_; }
+
+ private:
+  friend class BlockDesc;
+
+  std::size_t checked(std::size_t i) const {
+    if (i >= blocks_.size())
+      throw error(detail::text_cat("the program has ", std::to_string(blocks_.size()),
+                                   blocks_.size() == 1 ? " block" : " blocks", "; there is no block ",
+                                   std::to_string(i)));
+    return i;
+  }
+  void relink() noexcept {
+    for (BlockDesc& b : blocks_) b.program_ = this;
+  }
+
+  std::deque<BlockDesc> blocks_;
+};
+
+inline const BlockDesc* BlockDesc::parent_block() const noexcept {
+  return program_ != nullptr && parent_ && *parent_ < program_->blocks_.size() ? &program_->blocks_[*parent_]
+                                                                               : nullptr;
+}
+inline BlockDesc* BlockDesc::parent_block() noexcept {
+  return program_ != nullptr && parent_ && *parent_ < program_->blocks_.size() ? &program_->blocks_[*parent_]
+                                                                               : nullptr;
+}
+
+// --- InferVarType: the default, and the building blocks of an operator's own rule ---------
+
+// The default: every output is a dense LoDTensor; data types stay as they are.
+inline void default_infer_var_type(const OpDesc& op, BlockDesc& block) {
+  for (const auto& [slot, names] : op.outputs())
+    for (const std::string& name : names) block.var_recursive(name).kind = var_kind::lod_tensor;
+}
+
+// The building blocks of an operator's own InferVarType (examples/ops/sum.hpp and
+// lookup_table_grad.hpp use them): the description of input variable `name` of slot `slot`,
+// and the first variable of an input slot, each an error naming the operator when missing.
+inline const VarDesc& input_var_desc(const OpDesc& op, const BlockDesc& block, std::string_view slot,
+                                     const std::string& name) {
+  if (const VarDesc* v = block.find_var_recursive(name)) return *v;
+  throw error("operator '" + op.type() + "' input slot '" + std::string(slot) + "': variable '" + name +
+              "' is used before it is declared");
+}
+inline const std::string& first_input_name(const OpDesc& op, std::string_view slot, std::string_view why) {
+  const std::vector<std::string>& names = op.input(slot);
+  if (names.empty())
+    throw error("operator '" + op.type() + "' input slot '" + std::string(slot) + "' is empty; " +
+                std::string(why));
+  return names.front();
+}
+
+// --- append_op ------------------------------------------------------------------------------
+
+inline OpDesc& BlockDesc::append_op(OpDesc op) {
+  auto& registry = operator_registry::instance();
+  const operator_info* info = registry.find(op.type());
+  if (info == nullptr)
+    throw not_registered("unknown operator '" + op.type() + "'; registered: " + registry.names());
+
+  auto check_slots = [&](const slot_map& given, std::span<const std::string_view> declared,
+                         const char* what) {
+    for (const auto& [slot, names] : given) {
+      if (std::find(declared.begin(), declared.end(), slot) == declared.end())
+        throw error("operator '" + op.type() + "' has no " + what + " slot '" + slot + "'; its " + what +
+                    " slots are " + detail::join_slots(declared));
+      for (const std::string& name : names)
+        if (name.empty())
+          throw error("operator '" + op.type() + "' " + what + " slot '" + slot +
+                      "': an empty variable name");
+    }
+  };
+  check_slots(op.inputs(), info->inputs(), "input");
+  check_slots(op.outputs(), info->outputs(), "output");
+  // The attributes dispatch reads for every operator (expected_kernel_key) have a fixed kind.
+  (void)op.attr_or<std::string>("op_device", {});
+  for (const std::string_view flag : {"use_onednn", "use_mkldnn", "use_cudnn"})
+    (void)op.attr_or<bool>(flag, false);
+  for (const auto& [slot, names] : op.inputs())
+    for (const std::string& name : names)
+      if (find_var_recursive(name) == nullptr)
+        throw error("operator '" + op.type() + "' input slot '" + slot + "': variable '" + name +
+                    "' is used before it is declared");
+
+  // What to restore on failure: the variables the operator names, and the number of
+  // variables of this block and of every enclosing one.
+  std::vector<std::pair<BlockDesc*, std::size_t>> sizes;
+  for (BlockDesc* b = this; b != nullptr; b = b->parent_block()) sizes.emplace_back(b, b->vars_.size());
+  std::vector<std::pair<VarDesc*, VarDesc>> saved;
+  for (const slot_map* slots : {&op.inputs(), &op.outputs()})
+    for (const auto& [slot, names] : *slots)
+      for (const std::string& name : names)
+        if (VarDesc* v = find_var_recursive(name)) saved.emplace_back(v, *v);
+
+  try {
+    for (const auto& [slot, names] : op.outputs())
+      for (const std::string& name : names) var_recursive(name);
+    if (infer_var_type_function infer = info->infer_var_type())
+      infer(op, *this);
+    else
+      default_infer_var_type(op, *this);
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  } catch (...) {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) *it->first = std::move(it->second);
+    for (const auto& [b, count] : sizes) b->truncate_vars(count);
+    throw;
+  }
+}
+}  // namespace fluidk

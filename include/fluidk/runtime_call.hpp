@@ -1,0 +1,319 @@
+// The runtime path's calls: the rules of kernel_choice.hpp applied to tensors, variables and
+// attributes (the expected key, the kernel through the operator's table, each input's target),
+// inputs transformed into temporaries, outputs' offsets cleared, `run_operator` and
+// `explain`. The executor runs on these.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fluidk/operator_registry.hpp"
+// With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
+// works with this header alone.
+#include "fluidk/transforms/cpu.hpp"
+#include "fluidk/transforms/runtime.hpp"
+
+namespace fluidk {
+
+// The inputs of one call, by slot: each slot a list of tensors (empty pointers allowed for
+// optional inputs).
+using input_tensors = std::span<const std::vector<const Tensor*>>;
+
+// The place an `op_device` attribute forces ("opencl:0"), if any.
+inline std::optional<place> op_device_of(const attribute_map& attrs) {
+  if (const attribute* device = attrs.find("op_device"))
+    if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
+      return parse_place(*text);
+  return std::nullopt;
+}
+
+// The library configuration asks for: use_onednn (or Fluid's use_mkldnn), use_cudnn, else
+// plain. `op` names the operator in the error for an attribute of the wrong kind.
+inline library_type library_of(const attribute_map& attrs, std::string_view op) {
+  if (attrs.get_or<bool>("use_onednn", false, op) || attrs.get_or<bool>("use_mkldnn", false, op))
+    return library_type::onednn;
+  if (attrs.get_or<bool>("use_cudnn", false, op)) return library_type::cudnn;
+  return library_type::plain;
+}
+
+// What a call's attributes ask for (op_device, the library, the data-type attribute), on the
+// executor's place. The policy is left to the registry, read on every call.
+inline selection_request request_of(const operator_info& op, const place& executor_place,
+                                    const attribute_map& attrs) {
+  selection_request r;
+  r.executor_place = executor_place;
+  r.forced_place = op_device_of(attrs);
+  r.library = library_of(attrs, op.name());
+  r.attribute_dtype = attribute_data_type(attrs, op.data_type_attribute(), op.name());
+  return r;
+}
+
+// The dense tensor a variable holds: a LoDTensor's, or a SelectedRows' value; nullptr for
+// an empty variable or an array.
+inline const Tensor* tensor_of(const Variable& v) {
+  if (v.is<LoDTensor>()) return &v.get<LoDTensor>();
+  if (v.is<SelectedRows>()) return &v.get<SelectedRows>().value();
+  return nullptr;
+}
+
+// The inputs a variable holds as the rules see them, each passed to f(input_state): its
+// tensor `t` (tensor_of(*v), or a bare tensor with v null), or each element of a
+// LoDTensorArray; nothing for an empty variable or tensor.
+template <class F>
+void for_each_input_state(const Variable* v, const Tensor* t, std::uint32_t slot, F&& f) {
+  if (t != nullptr) {
+    if (t->initialized()) f(input_state{slot, key_of(*t)});
+  } else if (v != nullptr && v->is<LoDTensorArray>()) {
+    for (const LoDTensor& element : v->get<LoDTensorArray>())
+      if (element.initialized()) f(input_state{slot, key_of(element)});
+  }
+}
+inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
+                                std::vector<input_state>& out) {
+  for_each_input_state(v, t, slot, [&](const input_state& state) { out.push_back(state); });
+}
+inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
+  append_input_states(v, v != nullptr ? tensor_of(*v) : nullptr, slot, out);
+}
+
+namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void no_expected_key(const operator_info& op,
+                                                                   const expectation& e) {
+  if (e.status == selection_status::inputs_disagree)
+    throw error("operator '" + std::string(op.name()) + "': its inputs disagree on the data type (" +
+                std::string(op.inputs()[e.first_slot]) + " is " + std::string(name_of(e.first_dtype)) + ", " +
+                std::string(op.inputs()[e.other_slot]) + " is " + std::string(name_of(e.other_dtype)) +
+                "); the operator can name the input that decides with data_type_input");
+  if (!op.data_type_attribute().empty())
+    throw error("operator '" + std::string(op.name()) + "' takes its data type from attribute '" +
+                std::string(op.data_type_attribute()) + "', which is not set");
+  throw error("operator '" + std::string(op.name()) + "': no input that decides the data type holds data");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void no_kernel_for(const operator_info& op,
+                                                                 const kernel_key& expected) {
+  throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " +
+                       expected.to_string() + "; registered: " + op.registered_keys());
+}
+}  // namespace detail
+
+// Rule 1 of kernel_choice.hpp on the runtime path: the expected kernel key, or an error
+// naming the operator (inputs that disagree, no data type).
+inline kernel_key expected_kernel_key(const operator_info& op, std::span<const input_state> inputs,
+                                      const selection_request& request) {
+  const expectation e = fluidk::expected_kernel_key(op.rules(), inputs, request);
+  if (e.status != selection_status::chosen) detail::no_expected_key(op, e);
+  return e.key;
+}
+inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
+                                      input_tensors inputs,
+                                      const attribute_map& attrs = detail::empty_attributes) {
+  std::vector<input_state> states;
+  for (std::size_t s = 0; s < inputs.size(); ++s)
+    for (const Tensor* t : inputs[s]) append_input_states(nullptr, t, std::uint32_t(s), states);
+  return expected_kernel_key(op, states, request_of(op, executor_place, attrs));
+}
+
+// The outcome of kernel selection.
+struct kernel_choice {
+  kernel_key expected;
+  const kernel_entry* entry;
+  kernel_key chosen;  // the entry's key on the device the call runs on
+  bool fell_back;
+};
+
+namespace detail {
+// Rule 2 of kernel_choice.hpp through the operator's table, under the global policy when
+// one is set, else the operator's; entry null when there is none. Counts nothing.
+inline kernel_choice lookup_kernel(const operator_info& op, const kernel_key& expected) {
+  const operator_info::match m = op.lookup(expected, operator_registry::instance().effective_fallback(op));
+  if (m.index == selection_rules::none) return {expected, nullptr, expected, false};
+  const kernel_entry& entry = op.kernels()[m.index];
+  return {expected, &entry, on_device(entry.key, expected.place()), m.fell_back};
+}
+}  // namespace detail
+
+// Rule 2 of kernel_choice.hpp on the runtime path. A fallback is counted and reported; no
+// kernel is an exception naming the operator, the key and what is registered.
+inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected) {
+  const kernel_choice choice = detail::lookup_kernel(op, expected);
+  if (choice.entry == nullptr) detail::no_kernel_for(op, expected);
+  if (choice.fell_back) operator_registry::instance().note_fallback({op.name(), expected, choice.chosen});
+  return choice;
+}
+
+// Rule 3a of kernel_choice.hpp for a tensor: the key it is transformed to.
+inline kernel_key input_target_key(const operator_info& op, std::size_t slot, const Tensor& input,
+                                   const kernel_key& kernel) {
+  return fluidk::input_target_key(op.rules(), slot, key_of(input), kernel);
+}
+
+// What a call would do, for a person: the expected key, the chosen kernel, any fallback, and
+// the transform chain of each input.
+inline std::string explain(const operator_info& op, const place& executor_place, input_tensors inputs,
+                           const attribute_map& attrs = detail::empty_attributes) {
+  const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
+  std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
+  const kernel_choice choice = detail::lookup_kernel(op, expected);
+  if (choice.entry == nullptr)
+    return out + "  kernel:   none (no kernel for " + expected.to_string() +
+           "; registered: " + op.registered_keys() + ")\n";
+  const kernel_key chosen = choice.chosen;
+  out += "  kernel:   " + chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
+  for (std::size_t s = 0; s < inputs.size(); ++s)
+    for (std::size_t i = 0; i < inputs[s].size(); ++i) {
+      const Tensor* t = inputs[s][i];
+      out += "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" +
+             std::to_string(i) + "]: ";
+      if (t == nullptr || !t->initialized()) {
+        out += "empty\n";
+      } else if (op.no_transform(s)) {
+        out += "exempt from transforms\n";
+      } else {
+        const kernel_key target = input_target_key(op, s, *t, chosen);
+        out += (needs_transform(key_of(*t), target) ? plan_transform(key_of(*t), target).describe()
+                                                    : std::string("none")) +
+               "\n";
+      }
+    }
+  return out;
+}
+
+// The variable as a kernel of key `target` needs it, written into `into`; the source is
+// never changed. LoD and selected rows survive.
+inline void transform_variable(const Variable& source, const kernel_key& target, Variable& into) {
+  if (source.is<LoDTensor>())
+    into.set(transform(source.get<LoDTensor>(), target));
+  else if (source.is<SelectedRows>())
+    into.set(transform(source.get<SelectedRows>(), target));
+  else
+    throw error("variable '" + source.name() + "' holds " + std::string(name_of(source.kind())) +
+                ", which fluidk cannot transform");
+}
+
+// Rule 3 of kernel_choice.hpp for an input variable of slot `slot` whose dense tensor is
+// `t` (tensor_of(v)): the key its content is transformed to, when it must be (nothing when
+// the kernel reads it as it is). For a LoDTensorArray, the target of its first element that
+// must move.
+inline std::optional<kernel_key> input_transform_target(const selection_rules& rules, std::size_t slot,
+                                                        const Variable& v, const Tensor* t,
+                                                        const kernel_key& kernel) {
+  if (rules.exempt(slot)) return std::nullopt;
+  auto target_of = [&](const Tensor& tensor) -> std::optional<kernel_key> {
+    if (!tensor.initialized()) return std::nullopt;
+    const kernel_key from = key_of(tensor);
+    const kernel_key target = input_target_key(rules, slot, from, kernel);
+    return needs_transform(from, target) ? std::optional<kernel_key>(target) : std::nullopt;
+  };
+  if (t != nullptr) return target_of(*t);
+  if (v.is<LoDTensorArray>())
+    for (const LoDTensor& element : v.get<LoDTensorArray>())
+      if (auto target = target_of(element)) return target;
+  return std::nullopt;
+}
+
+// The input as the kernel needs it, written into `into` (the source is never changed):
+// `target` from input_transform_target; a LoDTensorArray's elements each by rule 3.
+inline void transform_input(const selection_rules& rules, std::size_t slot, const Variable& source,
+                            const kernel_key& target, const kernel_key& kernel, Variable& into) {
+  if (!source.is<LoDTensorArray>()) return transform_variable(source, target, into);
+  LoDTensorArray out;
+  for (const LoDTensor& t : source.get<LoDTensorArray>())
+    out.push_back(t.initialized() ? transform(t, input_target_key(rules, slot, key_of(t), kernel)) : t);
+  into.set(std::move(out));
+}
+
+// Runs `f`, which prepares input `slot` of a call; a fluidk error it throws comes out of the
+// same kind, naming the operator, the input and the kernel key.
+template <class F>
+decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const Variable& v,
+                               const kernel_key& kernel, F&& f) {
+  auto context = [&](const error& e) {
+    std::string what = e.what();
+    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
+    return "operator '" + std::string(op.name()) + "' input " + std::string(op.inputs()[slot]) + " ('" +
+           v.name() + "') for kernel " + kernel.to_string() + ": " + what;
+  };
+  try {
+    return std::forward<F>(f)();
+  } catch (const not_registered& e) {
+    throw not_registered(context(e));
+  } catch (const parse_error& e) {
+    throw parse_error(context(e));
+  } catch (const registration_error& e) {
+    throw registration_error(context(e));
+  } catch (const error& e) {
+    throw error(context(e));
+  }
+}
+
+// Each run of an operator starts with its outputs' sequence offsets cleared, so that an
+// output never keeps the LoD of an earlier run: a kernel sets them (set_output, share_lod).
+// An output that is also one of the operator's inputs keeps them, as they are this run's
+// input. Outputs without offsets are not touched (their version does not move).
+inline void clear_output_lods(std::span<Variable* const> outputs, std::span<Variable* const> inputs) {
+  for (Variable* out : outputs) {
+    if (out == nullptr || !out->is<LoDTensor>() || out->get<LoDTensor>().lod().empty()) continue;
+    bool is_input = false;
+    for (const Variable* in : inputs) is_input = is_input || in == out;
+    if (!is_input) out->get_mutable<LoDTensor>().set_lod({});
+  }
+}
+
+// Runs an operator once on variables, by slot: picks the kernel, transforms each input that
+// needs it into a temporary (the variables given are never changed) and calls the kernel on
+// the context of its place. Returns the kernel chosen.
+inline kernel_choice run_operator(const operator_info& op, const place& executor_place,
+                                  std::span<const std::vector<Variable*>> inputs,
+                                  std::span<const std::vector<Variable*>> outputs,
+                                  const attribute_map& attrs = detail::empty_attributes) {
+  if (inputs.size() != op.inputs().size() || outputs.size() != op.outputs().size())
+    throw error("operator '" + std::string(op.name()) + "' takes " + std::to_string(op.inputs().size()) +
+                " input and " + std::to_string(op.outputs().size()) + " output slots, but was given " +
+                std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  std::vector<input_state> states;
+  for (std::size_t s = 0; s < inputs.size(); ++s)
+    for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
+  const kernel_key expected = expected_kernel_key(op, states, request_of(op, executor_place, attrs));
+  const kernel_choice choice = choose_kernel(op, expected);
+
+  std::vector<std::unique_ptr<Variable>> temporaries;
+  std::vector<kernel_arg> args;
+  std::vector<std::uint32_t> input_offsets{0}, output_offsets{0};
+  for (std::size_t s = 0; s < inputs.size(); ++s) {
+    for (Variable* v : inputs[s]) {
+      if (v != nullptr)
+        if (const auto target = input_transform_target(op.rules(), s, *v, tensor_of(*v), choice.chosen)) {
+          temporaries.push_back(std::make_unique<Variable>(v->name()));
+          preparing_input(op, s, *v, choice.chosen, [&] {
+            transform_input(op.rules(), s, *v, *target, choice.chosen, *temporaries.back());
+          });
+          v = temporaries.back().get();
+        }
+      args.emplace_back(v);
+    }
+    input_offsets.push_back(std::uint32_t(args.size()));
+  }
+  const std::size_t first_output = args.size();
+  for (const auto& slot : outputs) {
+    for (Variable* v : slot) args.emplace_back(v);
+    output_offsets.push_back(std::uint32_t(args.size() - first_output));
+  }
+  std::vector<Variable*> given_inputs, given_outputs;
+  for (const auto& slot : inputs) given_inputs.insert(given_inputs.end(), slot.begin(), slot.end());
+  for (const auto& slot : outputs) given_outputs.insert(given_outputs.end(), slot.begin(), slot.end());
+  clear_output_lods(given_outputs, given_inputs);
+  const std::span<kernel_arg> all(args);
+  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()),
+                            choice.chosen, {all.first(first_output), input_offsets},
+                            {all.subspan(first_output), output_offsets}, attrs);
+  (*choice.entry)(context);
+  return choice;
+}
+
+}  // namespace fluidk
