@@ -35,6 +35,7 @@ namespace {
 // A small kernel: adds its input to its output, 16 elements, enough to be a real call.
 template <class T>
 struct accumulate {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const T* in = static_cast<const T*>(ctx.input(0).handle());
     T* out = static_cast<T*>(ctx.output(0).handle());
@@ -43,6 +44,7 @@ struct accumulate {
 };
 template <class T>
 struct accumulate_blocked : accumulate<T> {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
 };
 
@@ -50,10 +52,12 @@ struct accumulate_blocked : accumulate<T> {
 std::uint64_t ticks = 0;
 template <class T>
 struct tick {
+  using dtype = T;
   void operator()(execution_context&) const { ++ticks; }
 };
 template <class T>
 struct tick_blocked : tick<T> {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
 };
 

@@ -32,6 +32,7 @@ namespace {
 // accessors every kernel uses (the output's version moves on, as for any write).
 template <class T>
 struct pass_on {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     ctx.output(0).template data<T>()[0] = ctx.input(0).template data<T>()[0];
   }
@@ -294,6 +295,7 @@ BENCHMARK(BM_executor_program_fluid_style)->Unit(benchmark::kMicrosecond);
 // Reads the first element of its input on the accelerator: the weight's transfer is the cost.
 template <class T>
 struct peek_opencl {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out({1}, data_type::float32);
     copy_bytes(out.memory(), ctx.input(0).memory(), sizeof(float));

@@ -26,7 +26,7 @@
 #endif
 
 using namespace fluidk;
-namespace kernels = fluidk::transforms::cpu;
+namespace kernels = fluidk::transforms::cpu_kernels;
 
 namespace {
 

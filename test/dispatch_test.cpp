@@ -3,6 +3,7 @@
 // rules, fallback policy, listing and explain.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <deque>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -28,6 +29,7 @@ thread_local kernel_key last_key;
 
 template <class T>
 struct conv_plain {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     last_kernel = "cpu plain";
     last_key = ctx.kernel();
@@ -35,6 +37,7 @@ struct conv_plain {
 };
 template <class T>
 struct conv_onednn {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
   void operator()(execution_context& ctx) const {
     last_kernel = "cpu onednn";
@@ -43,6 +46,7 @@ struct conv_onednn {
 };
 template <class T>
 struct conv_npu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     last_kernel = "npu plain";
     last_key = ctx.kernel();
@@ -50,6 +54,7 @@ struct conv_npu {
 };
 template <class T>
 struct conv_npu_dnn {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nchw>;
   void operator()(execution_context& ctx) const {
     last_kernel = "npu cudnn";
@@ -73,6 +78,7 @@ struct conv2d {
 // Elementwise: doubles its input; CPU float and double only.
 template <class T>
 struct scale_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor& x = ctx.input(0);
     Tensor& out = ctx.output(0);
@@ -96,6 +102,7 @@ struct scale_fallback : scale_none {
 // cross_entropy: float logits decide the data type; int64 labels are exempt from transforms.
 template <class T>
 struct cross_entropy_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     last_kernel = "cross_entropy " + std::string(name_of(data_type_of<T>));
     last_key = ctx.kernel();
@@ -115,6 +122,7 @@ struct cross_entropy {
 // An operator whose kernel wants its second input cast to the kernel's data type.
 template <class T>
 struct add_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     last_kernel =
         std::string(name_of(ctx.input(0).dtype())) + "+" + std::string(name_of(ctx.input(1).dtype()));
@@ -166,6 +174,14 @@ Tensor filled(const dims& shape, data_type dtype, const place& where = cpu_place
   }
   return where == cpu_place ? t : copy_to(t, where);
 }
+
+// A variable holding a dense tensor (sharing its buffer), for the runtime calls, which take
+// variables by slot; kept until the program ends.
+Variable* held(const Tensor& t) {
+  static std::deque<Variable> variables;
+  variables.emplace_back("held").set(LoDTensor(t));
+  return &variables.back();
+}
 }  // namespace
 
 static_assert(decltype(boost::hana::length(conv2d::kernels))::value == 6);  // oneDNN: one entry per layout
@@ -214,10 +230,12 @@ TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs",
 namespace {
 template <class T>
 struct conv_cuda {
+  using dtype = T;
   void operator()(execution_context&) const {}
 };
 template <class T>
 struct conv_cudnn {
+  using dtype = T;
   void operator()(execution_context&) const {}
 };
 struct conv2d_cuda {
@@ -270,19 +288,19 @@ TEST_CASE("the major data type: inputs agree, or the operator names the input th
   const Tensor f = filled({2, 3}, data_type::float32);
   const Tensor d = filled({2, 3}, data_type::float64);
   const Tensor labels = filled({2}, data_type::int64);
-  const std::vector<std::vector<const Tensor*>> agree{{&d}, {&d}};
+  const std::vector<std::vector<Variable*>> agree{{held(d)}, {held(d)}};
   CHECK(expected_kernel_key(conv_info, cpu_place, agree).dtype() == data_type::float64);
-  const std::vector<std::vector<const Tensor*>> disagree{{&f}, {&d}};
+  const std::vector<std::vector<Variable*>> disagree{{held(f)}, {held(d)}};
   CHECK_THROWS_WITH(
       expected_kernel_key(conv_info, cpu_place, disagree),
       Catch::Contains("operator 'conv2d_test': its inputs disagree on the data type (Input is float, "
                       "Filter is double)"));
-  const std::vector<std::vector<const Tensor*>> logits_labels{{&f}, {&labels}};
+  const std::vector<std::vector<Variable*>> logits_labels{{held(f)}, {held(labels)}};
   const kernel_key expected = expected_kernel_key(cross_entropy_info, cpu_place, logits_labels);
   CHECK(expected == kernel_type<cpu, float>::key());
   select_and_call(cross_entropy_info, expected);
   CHECK(last_kernel == "cross_entropy float");
-  const std::vector<std::vector<const Tensor*>> none{{nullptr}, {nullptr}};
+  const std::vector<std::vector<Variable*>> none{{nullptr}, {nullptr}};
   CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, none),
                     Catch::Contains("no input that decides the data type holds data"));
 }
@@ -317,6 +335,7 @@ namespace {
 // A blocked-layout kernel whose filter keeps its layout: it records the layouts it got.
 template <class T>
 struct blocked_conv_kernel {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nChw8c>;
   void operator()(execution_context& ctx) const {
     last_kernel =
@@ -356,7 +375,7 @@ TEST_CASE("keep_layout inputs move and cast but keep their layout, on both paths
 
 TEST_CASE("configuration forces a library; an operator may force its place", "[dispatch][config]") {
   const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
-  const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};
+  const std::vector<std::vector<Variable*>> in{{held(x)}, {held(x)}};
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() ==
         library_type::onednn);
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() ==
@@ -368,7 +387,7 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
   CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", std::int32_t(1)}}),
                     Catch::Contains("operator 'conv2d_test' attribute 'use_onednn' holds int, not bool"));
   // crf_decoding inside an accelerator program still runs on the CPU.
-  const std::vector<std::vector<const Tensor*>> one{{&x}};
+  const std::vector<std::vector<Variable*>> one{{held(x)}};
   CHECK(expected_kernel_key(crf_info, place::of<npu>(0), one).place() == cpu_place);
   using npu_input = typed_tensor<npu, float>;
   static_assert(
@@ -448,17 +467,24 @@ TEST_CASE("the static path runs the kernel the runtime path runs, with the same 
 
 TEST_CASE("explain says what a call does", "[dispatch][explain]") {
   const Tensor x = filled({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
-  const std::vector<std::vector<const Tensor*>> in{{&x}, {&x}};
+  const std::vector<std::vector<Variable*>> in{{held(x)}, {held(x)}};
   const std::string text = explain(conv_info, cpu_place, in, {{"use_onednn", true}});
   CHECK_THAT(text, Catch::Contains("expected: {data_type[float]; data_layout[NCHW]; place[Place(cpu)]; "
                                    "library_type[ONEDNN]}") &&
                        Catch::Contains("kernel:   {data_type[float]; data_layout[nChw8c]; place[Place(cpu)]; "
                                        "library_type[ONEDNN]}") &&
                        Catch::Contains("input Input[0]: layout NCHW->nChw8c on Place(cpu)"));
-  const std::vector<std::vector<const Tensor*>> one{{&x}};
+  const std::vector<std::vector<Variable*>> one{{held(x)}};
   CHECK_THAT(explain(scale_fallback_info, place::of<npu>(0), one), Catch::Contains("(fallback)"));
   CHECK_THAT(explain(scale_none_info, place::of<npu>(0), one),
              Catch::Contains("kernel:   none (no kernel for"));
+  // A LoDTensorArray input: each element's plan.
+  Variable array("array");
+  array.set(LoDTensorArray{LoDTensor(x), LoDTensor(x)});
+  const std::vector<std::vector<Variable*>> arrays{{&array}, {held(x)}};
+  CHECK_THAT(explain(conv_info, cpu_place, arrays, {{"use_onednn", true}}),
+             Catch::Contains("input Input[0][0]: layout NCHW->nChw8c on Place(cpu)") &&
+                 Catch::Contains("input Input[0][1]: layout NCHW->nChw8c on Place(cpu)"));
 }
 
 TEST_CASE("many threads dispatch concurrently on the shared registry", "[dispatch][threads]") {

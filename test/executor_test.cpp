@@ -76,12 +76,14 @@ void cpu_map(execution_context& ctx, float (*f)(float)) {
 
 template <class T>
 struct double_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     cpu_map(ctx, [](float x) { return x + x; });
   }
 };
 template <class T>
 struct double_opencl {
+  using dtype = T;
   void operator()(execution_context& ctx) const { opencl_map(ctx, "x + x"); }
 };
 struct double_op {
@@ -94,6 +96,7 @@ struct double_op {
 
 template <class T>
 struct increment_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     cpu_map(ctx, [](float x) { return x + 1; });
   }
@@ -108,6 +111,7 @@ struct increment_op {  // runs on the CPU only, like crf_decoding
 
 template <class T>
 struct fill_zero_opencl {
+  using dtype = T;
   void operator()(execution_context& ctx) const { opencl_map(ctx, "0.0f * x"); }
 };
 struct fill_zero_op {
@@ -120,6 +124,7 @@ struct fill_zero_op {
 // Sums the rows of a SelectedRows input on the CPU (reads its rows and LoD of a LoDTensor).
 template <class T>
 struct describe_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const kernel_arg& rows = ctx.input_arg("Rows");
     const kernel_arg& sequences = ctx.input_arg("Sequences");
@@ -207,8 +212,9 @@ TEST_CASE("a CPU-only operator inside an accelerator program", "[executor]") {
 TEST_CASE("nChw8c on the CPU to NCHW on the accelerator: a two-step chain", "[executor]") {
   const Tensor plain = iota({1, 3, 2, 2}, 1, data_layout::nchw);
   Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
-  transforms::cpu::reorder(static_cast<const std::byte*>(plain.handle()), data_layout::nchw,
-                           static_cast<std::byte*>(blocked.handle()), data_layout::nChw8c, plain.dims(), 4);
+  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(plain.handle()), data_layout::nchw,
+                                   static_cast<std::byte*>(blocked.handle()), data_layout::nChw8c,
+                                   plain.dims(), 4);
   Scope scope;
   scope.var("image").set(LoDTensor(blocked));
   Executor executor(accelerator);

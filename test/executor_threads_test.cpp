@@ -17,6 +17,7 @@ namespace {
 // memory underneath, so one kernel body serves both places.
 template <class T>
 struct add_weight {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor& x = ctx.input("X");
     const Tensor& w = ctx.input("W");

@@ -33,6 +33,7 @@ namespace {
 // the executor keeps the transformed copy in its transfer cache. Out keeps X's offsets.
 template <class T>
 struct double_nchw {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nchw>;
   void operator()(execution_context& ctx) const {
     const Tensor& x = ctx.input("X");
@@ -311,6 +312,8 @@ TEST_CASE("the transfer cache never serves a copy older than the source's bytes"
   }
 }
 
+// Under FLUIDK_DEBUG such a kernel stops the program at its first run instead (debug_test).
+#if !FLUIDK_DEBUG_ENABLED
 TEST_CASE("a kernel that writes its transformed input does not spoil the cached copy",
           "[integrity][version][executor]") {
   static_cast<void>(registered);
@@ -326,6 +329,7 @@ TEST_CASE("a kernel that writes its transformed input does not spoil the cached 
   CHECK(values(scope.get("x").get<LoDTensor>()) == std::vector<float>{1, 2, 3, 4});  // the source
   CHECK(executor.stats().transforms == 3);  // each run made the copy anew
 }
+#endif
 
 // ---------------------------------------------------------------------------------------
 // Checked sizes.

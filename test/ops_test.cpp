@@ -231,9 +231,7 @@ TEST_CASE("conv2d, oneDNN: against the plain conv; the output stays in oneDNN's 
           kernel_key{cpu_place, data_type::float32, data_layout::nChw8c, library_type::onednn});
     // The input is brought to the kernel's nChw8c; the filter keeps its layout
     // (keep_layout_inputs): the kernel reorders the weights for oneDNN itself.
-    const Tensor* x = &scope.get("x").get<LoDTensor>();
-    const Tensor* w = &scope.get("w").get<LoDTensor>();
-    const std::vector<std::vector<const Tensor*>> call{{x}, {w}};
+    const std::vector<std::vector<Variable*>> call{{&scope.get("x")}, {&scope.get("w")}};
     const std::string plan = explain(find_operator("conv2d"), cpu_place, call, attrs);
     CHECK_THAT(plan, Catch::Contains("input Input[0]: layout NCHW->nChw8c on Place(cpu)") &&
                          Catch::Contains("input Filter[0]: none"));

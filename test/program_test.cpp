@@ -20,6 +20,7 @@ namespace {
 
 template <class T>
 struct noop_kernel {
+  using dtype = T;
   void operator()(execution_context&) const {}
 };
 

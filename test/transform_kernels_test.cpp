@@ -17,7 +17,7 @@
 #include <vector>
 
 using namespace fluidk;
-namespace kernels = fluidk::transforms::cpu;
+namespace kernels = fluidk::transforms::cpu_kernels;
 using bytes = std::vector<std::byte>;
 
 namespace {

@@ -10,15 +10,18 @@ namespace bench {{
 using namespace fluidk;
 template <class T, int Op>
 struct plain_kernel {{
+  using dtype = T;
   void operator()(execution_context& ctx) const {{ ctx.output(0) = ctx.input(0); }}
 }};
 template <class T, int Op>
 struct blocked_kernel {{
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nChw8c>;
   void operator()(execution_context& ctx) const {{ ctx.output(0) = ctx.input(0); }}
 }};
 template <class T, int Op>
 struct nhwc_kernel {{
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nhwc>;
   void operator()(execution_context& ctx) const {{ ctx.output(0) = ctx.input(0); }}
 }};

@@ -116,8 +116,8 @@ int main() {
 
   // What the runtime path does for one call: the expected kernel key, the kernel chosen and
   // each input's transforms (none here: everything is already a plain float CPU tensor).
-  const std::vector<std::vector<const fluidk::Tensor*>> fc_inputs{
-      {&x.tensor()}, {&w1.tensor()}, {&b1.tensor()}};
+  const std::vector<std::vector<fluidk::Variable*>> fc_inputs{
+      {&scope.get("x")}, {&scope.get("w1")}, {&scope.get("b1")}};
   std::cout << "runtime path: " << fluidk::explain(fluidk::find_operator("fc"), fluidk::cpu_place, fc_inputs)
             << '\n';
 

@@ -94,9 +94,8 @@ int run() {
   scope.var("x").set(LoDTensor(x.tensor()));
   scope.var("w").set(LoDTensor(w.tensor()));
   scope.var("b").set(LoDTensor(b.tensor()));
-  const std::vector<std::vector<const Tensor*>> fc_inputs{{&scope.get("x").get<LoDTensor>()},
-                                                          {&scope.get("w").get<LoDTensor>()},
-                                                          {&scope.get("b").get<LoDTensor>()}};
+  const std::vector<std::vector<Variable*>> fc_inputs{
+      {&scope.get("x")}, {&scope.get("w")}, {&scope.get("b")}};
   std::printf("\n%s", explain(find_operator("fc"), device, fc_inputs).c_str());
   Executor executor(device);
   executor.run(program.block(0), scope);

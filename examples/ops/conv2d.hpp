@@ -122,6 +122,7 @@ void im2col(const conv2d_geometry& g, std::int64_t channels, const T* src, T* co
 // Plain CPU: per image and group, Output[oc, y*x] = Filter[oc, c*kh*kw] x columns[c*kh*kw, y*x].
 template <class T>
 struct conv2d_cpu {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nchw>;
 
   void operator()(execution_context& ctx) const {
@@ -149,6 +150,7 @@ struct conv2d_cpu {
 // oneDNN: the convolution primitive in the layouts it chooses.
 template <class T>
 struct conv2d_onednn {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN conv2d kernel computes in float");
   using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
 
@@ -262,6 +264,7 @@ inline constexpr auto conv2d_onednn_kernels = no_kernels();
 // report for the shapes and a workspace allocated on the device for the call.
 template <class T>
 struct conv2d_cudnn {
+  using dtype = T;
   using layouts = boost::mp11::mp_list<layout::nchw>;
 
   void operator()(execution_context& ctx) const {

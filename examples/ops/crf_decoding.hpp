@@ -65,6 +65,7 @@ void viterbi(const T* x, std::int64_t length, std::int64_t tags, const T* w, std
 
 template <class T>
 struct crf_decoding_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor emission = detail::row_major(detail::input(ctx, "Emission"));
     const Tensor transition = detail::row_major(detail::input(ctx, "Transition"));

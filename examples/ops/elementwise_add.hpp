@@ -86,6 +86,7 @@ inline std::pair<Tensor, Tensor> elementwise_operands(const execution_context& c
 
 template <class T>
 struct elementwise_add_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const auto [x, y] = detail::elementwise_operands(ctx);
     const elementwise_geometry g = elementwise_geometry::of(ctx, x, y);
@@ -110,6 +111,7 @@ struct elementwise_add_cpu {
 #if FLUIDK_OPS_ONEDNN
 template <class T>
 struct elementwise_add_onednn {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN elementwise_add kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -150,6 +152,7 @@ inline constexpr auto elementwise_add_onednn_kernels = no_kernels();
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct elementwise_add_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL elementwise_add kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -177,6 +180,7 @@ inline constexpr auto elementwise_add_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct elementwise_add_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     const auto [x, y] = detail::elementwise_operands(ctx);

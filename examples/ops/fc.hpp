@@ -68,6 +68,7 @@ struct fc_geometry {
 
 template <class T>
 struct fc_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor input = detail::row_major(detail::input(ctx, "Input"));
     const Tensor w = detail::row_major(detail::input(ctx, "W"));
@@ -86,6 +87,7 @@ struct fc_cpu {
 #if FLUIDK_OPS_ONEDNN
 template <class T>
 struct fc_onednn {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN fc kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -135,6 +137,7 @@ inline constexpr auto fc_onednn_kernels = no_kernels();
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct fc_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL fc kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -158,6 +161,7 @@ inline constexpr auto fc_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct fc_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     const Tensor input = detail::row_major(detail::input(ctx, "Input"));

@@ -28,6 +28,7 @@ namespace fluidk::ops {
 
 template <class T>
 struct fill_constant_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
     const T value = T(detail::number_attr(ctx, "value", 0.0));
@@ -40,6 +41,7 @@ struct fill_constant_cpu {
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct fill_constant_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL fill_constant kernel computes in float");
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type::float32, ctx.place());
@@ -63,6 +65,7 @@ inline constexpr auto fill_constant_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct fill_constant_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());

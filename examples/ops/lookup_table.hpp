@@ -51,6 +51,7 @@ inline std::int64_t padding_index(const execution_context& ctx, std::int64_t row
 
 template <class T>
 struct lookup_table_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor w = detail::row_major(detail::input(ctx, "W"));
     const Tensor& ids_tensor = detail::input(ctx, "Ids");

@@ -32,6 +32,7 @@ namespace fluidk::ops {
 
 template <class T>
 struct lookup_table_grad_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor& w = detail::input(ctx, "W");
     const Tensor& ids_tensor = detail::input(ctx, "Ids");

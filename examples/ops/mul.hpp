@@ -64,6 +64,7 @@ struct mul_geometry {
 
 template <class T>
 struct mul_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor x = detail::row_major(detail::input(ctx, "X"));
     const Tensor y = detail::row_major(detail::input(ctx, "Y"));
@@ -77,6 +78,7 @@ struct mul_cpu {
 #if FLUIDK_OPS_ONEDNN
 template <class T>
 struct mul_onednn {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN mul kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -108,6 +110,7 @@ inline constexpr auto mul_onednn_kernels = no_kernels();
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct mul_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL mul kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -131,6 +134,7 @@ inline constexpr auto mul_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct mul_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     const Tensor x = detail::row_major(detail::input(ctx, "X"));

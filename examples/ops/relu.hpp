@@ -32,6 +32,7 @@ namespace fluidk::ops {
 // zero, and stay zero).
 template <class T>
 struct relu_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const Tensor& x = detail::input(ctx, "X");
     Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
@@ -46,6 +47,7 @@ struct relu_cpu {
 #if FLUIDK_OPS_ONEDNN
 template <class T>
 struct relu_onednn {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN relu kernel computes in float");
   using layouts = boost::mp11::mp_list<layout::any, layout::nChw8c, layout::nChw16c>;
 
@@ -81,6 +83,7 @@ inline constexpr auto relu_onednn_kernels = no_kernels();
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct relu_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL relu kernel computes in float");
 
   void operator()(execution_context& ctx) const {
@@ -105,6 +108,7 @@ inline constexpr auto relu_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct relu_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     const Tensor& x = detail::input(ctx, "X");

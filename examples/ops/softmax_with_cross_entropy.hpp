@@ -83,6 +83,7 @@ inline void set_softmax_outputs(const execution_context& ctx, Tensor softmax, Te
 
 template <class T>
 struct softmax_with_cross_entropy_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const softmax_with_cross_entropy_geometry g = softmax_with_cross_entropy_geometry::of<T>(ctx);
     const std::int64_t classes = g.classes;
@@ -123,6 +124,7 @@ struct softmax_with_cross_entropy_cpu {
 // smallest such row) after the kernel, before any output is written.
 template <class T>
 struct softmax_with_cross_entropy_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     const softmax_with_cross_entropy_geometry g = softmax_with_cross_entropy_geometry::of<T>(ctx);

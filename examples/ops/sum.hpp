@@ -31,6 +31,7 @@ namespace fluidk::ops {
 
 template <class T>
 struct sum_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     const auto args = ctx.inputs("X");
     detail::require(!args.empty(), ctx, "X has no inputs");

@@ -36,6 +36,7 @@ inline std::uint64_t seed_attr(const execution_context& ctx) {
 
 template <class T>
 struct uniform_random_cpu {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
     const T lo = T(detail::number_attr(ctx, "min", -1.0)), hi = T(detail::number_attr(ctx, "max", 1.0));
@@ -49,6 +50,7 @@ struct uniform_random_cpu {
 #if FLUIDK_OPS_OPENCL
 template <class T>
 struct uniform_random_opencl {
+  using dtype = T;
   static_assert(std::is_same_v<T, float>, "the OpenCL uniform_random kernel computes in float");
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type::float32, ctx.place());
@@ -73,6 +75,7 @@ inline constexpr auto uniform_random_opencl_kernels = no_kernels();
 #if FLUIDK_OPS_CUDA
 template <class T>
 struct uniform_random_cuda {
+  using dtype = T;
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());

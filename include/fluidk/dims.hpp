@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "fluidk/debug.hpp"
 #include "fluidk/error.hpp"
 
 namespace fluidk {
@@ -40,7 +41,11 @@ class dims {
   constexpr std::size_t size() const noexcept { return rank_; }
   constexpr std::size_t rank() const noexcept { return rank_; }
   constexpr bool empty() const noexcept { return rank_ == 0; }
-  constexpr std::int64_t operator[](std::size_t i) const noexcept { return extents_[i]; }
+  constexpr std::int64_t operator[](std::size_t i) const noexcept {
+    FLUIDK_DEBUG_CHECK(i < rank_, "extent " + std::to_string(i) + " of shape " + to_string() +
+                                      ", which has " + std::to_string(rank_));
+    return extents_[i];
+  }
   // Sets extent i, with the checks of the constructors (extents are read-only otherwise).
   constexpr dims& set(std::size_t i, std::int64_t extent) {
     if (i >= rank_)

@@ -9,8 +9,10 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "fluidk/attribute.hpp"
+#include "fluidk/debug.hpp"
 #include "fluidk/device.hpp"
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/variable.hpp"
@@ -133,8 +135,18 @@ class execution_context {
   // or by slot name.
   std::size_t input_slot_count() const noexcept { return inputs_.slot_count(); }
   std::size_t output_slot_count() const noexcept { return outputs_.slot_count(); }
-  std::span<kernel_arg> inputs(std::size_t slot) const noexcept { return inputs_.slot(slot); }
-  std::span<kernel_arg> outputs(std::size_t slot) const noexcept { return outputs_.slot(slot); }
+  std::span<kernel_arg> inputs(std::size_t slot) const noexcept {
+    FLUIDK_DEBUG_CHECK(slot < inputs_.slot_count(), "operator '" + std::string(op_) + "': input slot " +
+                                                        std::to_string(slot) + " of " +
+                                                        std::to_string(inputs_.slot_count()));
+    return inputs_.slot(slot);
+  }
+  std::span<kernel_arg> outputs(std::size_t slot) const noexcept {
+    FLUIDK_DEBUG_CHECK(slot < outputs_.slot_count(), "operator '" + std::string(op_) + "': output slot " +
+                                                         std::to_string(slot) + " of " +
+                                                         std::to_string(outputs_.slot_count()));
+    return outputs_.slot(slot);
+  }
   std::span<kernel_arg> inputs(std::string_view slot) const {
     return inputs_.slot(index_of(slot, input_names_, "input"));
   }
@@ -159,6 +171,12 @@ class execution_context {
   }
   kernel_arg& output_arg(std::string_view slot, std::size_t i = 0) const {
     return arg(outputs_, index_of(slot, output_names_, "output"), i, "output");
+  }
+  // All inputs or outputs by slot, and a slot's name ("" past the operator's slots).
+  const slot_args& all_inputs() const noexcept { return inputs_; }
+  const slot_args& all_outputs() const noexcept { return outputs_; }
+  std::string_view input_name(std::size_t slot) const noexcept {
+    return slot < input_names_.size() ? input_names_[slot] : std::string_view();
   }
 
   // Sequence offsets (LoD). The executor and run_operator start every run of an operator
@@ -224,5 +242,83 @@ class execution_context {
   slot_args inputs_, outputs_;
   const attribute_map* attrs_;
 };
+
+namespace detail {
+// The tensors an argument holds, each passed to f(const Tensor&): a bare tensor, a
+// LoDTensor's, a SelectedRows' value, each element of a LoDTensorArray.
+template <class F>
+void for_each_held_tensor(const kernel_arg& a, F&& f) {
+  if (const Variable* v = a.variable()) {
+    if (v->is<LoDTensor>()) {
+      f(v->get<LoDTensor>());
+    } else if (v->is<SelectedRows>()) {
+      f(v->get<SelectedRows>().value());
+    } else if (v->is<LoDTensorArray>()) {
+      for (const LoDTensor& t : v->get<LoDTensorArray>()) f(t);
+    }
+  } else if (!a.empty()) {
+    f(a.tensor());
+  }
+}
+
+// FLUIDK_DEBUG's check that a kernel wrote none of its inputs (fluidk/debug.hpp): the inputs'
+// storages and their versions before the call, then after it each one that no output shares
+// (before or after the call) must have kept its version.
+class input_write_check {
+ public:
+  explicit input_write_check(const execution_context& context) {
+    const slot_args& in = context.all_inputs();
+    for (std::size_t s = 0; s < in.slot_count(); ++s)
+      for (std::size_t i = 0; i < in.slot(s).size(); ++i)
+        for_each_held_tensor(in.slot(s)[i], [&](const Tensor& t) {
+          if (t.storage_id() != 0) inputs_.push_back({t, t.version(), s, i});
+        });
+    note_outputs(context);
+  }
+  void after(const execution_context& context) {
+    note_outputs(context);
+    for (const seen& in : inputs_) {
+      bool in_place = false;
+      for (const std::uint64_t id : output_storages_) in_place = in_place || id == in.tensor.storage_id();
+      FLUIDK_DEBUG_CHECK(in_place || in.tensor.version() == in.version,
+                         "operator '" + std::string(context.op_type()) + "', kernel " +
+                             context.kernel().to_string() + ": the kernel wrote input " +
+                             std::string(context.input_name(in.slot)) + "[" + std::to_string(in.index) +
+                             "] (its storage's version moved from " + std::to_string(in.version) + " to " +
+                             std::to_string(in.tensor.version()) +
+                             "); a kernel reads its inputs and writes its outputs, and an operator that "
+                             "works in place names the variable as an output too");
+    }
+  }
+
+ private:
+  void note_outputs(const execution_context& context) {
+    const slot_args& out = context.all_outputs();
+    for (const kernel_arg& a : out.args)
+      for_each_held_tensor(a, [&](const Tensor& t) { output_storages_.push_back(t.storage_id()); });
+  }
+  struct seen {
+    Tensor tensor;  // a copy: keeps the storage, and its version, whatever the kernel does
+    std::uint64_t version;
+    std::size_t slot, index;
+  };
+  std::vector<seen> inputs_;
+  std::vector<std::uint64_t> output_storages_;
+};
+
+// Runs kernel k on a context: every path (static, runtime, executor) calls its kernels
+// through this, so that FLUIDK_DEBUG's checks of a call are made in one place. Without
+// FLUIDK_DEBUG it is the call alone.
+template <class K>
+[[gnu::always_inline]] inline void run_kernel(const K& k, execution_context& context) {
+#if FLUIDK_DEBUG_ENABLED
+  input_write_check check(context);
+  k(context);
+  check.after(context);
+#else
+  k(context);
+#endif
+}
+}  // namespace detail
 
 }  // namespace fluidk

@@ -38,20 +38,9 @@ concept Kernel = std::is_invocable_v<const K&, execution_context&>;
 
 namespace detail {
 template <class K>
-struct template_first_argument {
+struct kernel_dtype_of {
   using type = void;
 };
-template <template <class, class...> class K, class T, class... Rest>
-struct template_first_argument<K<T, Rest...>> {
-  using type = T;
-};
-template <template <class, auto, auto...> class K, class T, auto V, auto... Rest>
-struct template_first_argument<K<T, V, Rest...>> {
-  using type = T;
-};
-
-template <class K>
-struct kernel_dtype_of : template_first_argument<K> {};
 template <class K>
 requires requires { typename K::dtype; }
 struct kernel_dtype_of<K> {
@@ -69,8 +58,8 @@ struct kernel_layouts_of<K> {
 };
 }  // namespace detail
 
-// The data type a kernel computes in: K::dtype, else the first template argument of K
-// (relu_kernel<float> computes in float).
+// The data type a kernel computes in, as it states it: `using dtype = float;` in the kernel.
+// (Not guessed from a template argument: relu_kernel<float> may well compute in double.)
 template <class K>
 using kernel_dtype = typename detail::kernel_dtype_of<K>::type;
 
@@ -95,10 +84,8 @@ constexpr bool check_kernel_declaration() {
   static_assert(Place<P>, "fluidk: kernels_on<Place, Library>(...): the first argument is not a place tag");
   static_assert(Library<Lib>,
                 "fluidk: kernels_on<Place, Library>(...): the second argument is not a library tag");
-  static_assert(
-      DType<kernel_dtype<K>>,
-      "fluidk: cannot tell the data type of this kernel: declare `using dtype = ...;` in it or make the "
-      "data type its first template argument");
+  static_assert(DType<kernel_dtype<K>>,
+                "fluidk: a kernel states the data type it computes in: declare `using dtype = ...;` in it");
   return Place<P> && Library<Lib> && DType<kernel_dtype<K>>;
 }
 

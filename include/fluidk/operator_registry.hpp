@@ -38,7 +38,9 @@ struct kernel_entry {
   void (*call)(const void* kernel, execution_context& context);
   const void* kernel;
 
-  void operator()(execution_context& context) const { call(kernel, context); }
+  void operator()(execution_context& context) const {
+    detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
+  }
 };
 
 // What a fallback was: reported once per operator and expected key, counted every time.

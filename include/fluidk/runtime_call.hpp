@@ -21,9 +21,10 @@
 
 namespace fluidk {
 
-// The inputs of one call, by slot: each slot a list of tensors (empty pointers allowed for
-// optional inputs).
-using input_tensors = std::span<const std::vector<const Tensor*>>;
+// The variables of one call, by slot: each slot a list of variables (null pointers allowed for
+// optional inputs). The one spelling of a call's inputs (and outputs) on the runtime path:
+// expected_kernel_key, explain and run_operator take it.
+using variable_slots = std::span<const std::vector<Variable*>>;
 
 // The place an `op_device` attribute forces ("opencl:0"), if any.
 inline std::optional<place> op_device_of(const attribute_map& attrs) {
@@ -111,11 +112,11 @@ inline kernel_key expected_kernel_key(const operator_info& op, std::span<const i
   return e.key;
 }
 inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
-                                      input_tensors inputs,
+                                      variable_slots inputs,
                                       const attribute_map& attrs = detail::empty_attributes) {
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
-    for (const Tensor* t : inputs[s]) append_input_states(nullptr, t, std::uint32_t(s), states);
+    for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
   return expected_kernel_key(op, states, request_of(op, executor_place, attrs));
 }
 
@@ -154,8 +155,8 @@ inline kernel_key input_target_key(const operator_info& op, std::size_t slot, co
 }
 
 // What a call would do, for a person: the expected key, the chosen kernel, any fallback, and
-// the transform chain of each input.
-inline std::string explain(const operator_info& op, const place& executor_place, input_tensors inputs,
+// the transform chain of each input (of each element, for a LoDTensorArray).
+inline std::string explain(const operator_info& op, const place& executor_place, variable_slots inputs,
                            const attribute_map& attrs = detail::empty_attributes) {
   const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
@@ -165,20 +166,24 @@ inline std::string explain(const operator_info& op, const place& executor_place,
            "; registered: " + op.registered_keys() + ")\n";
   const kernel_key chosen = choice.chosen;
   out += "  kernel:   " + chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
+  const auto plan_of = [&](std::size_t s, const Tensor* t) -> std::string {
+    if (t == nullptr || !t->initialized()) return "empty";
+    if (op.no_transform(s)) return "exempt from transforms";
+    const kernel_key target = input_target_key(op, s, *t, chosen);
+    return needs_transform(key_of(*t), target) ? plan_transform(key_of(*t), target).describe() : "none";
+  };
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
-      const Tensor* t = inputs[s][i];
-      out += "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" +
-             std::to_string(i) + "]: ";
-      if (t == nullptr || !t->initialized()) {
-        out += "empty\n";
-      } else if (op.no_transform(s)) {
-        out += "exempt from transforms\n";
+      const Variable* v = inputs[s][i];
+      const std::string name = "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" +
+                               std::to_string(i) + "]";
+      if (v != nullptr && v->is<LoDTensorArray>()) {
+        const LoDTensorArray& array = v->get<LoDTensorArray>();
+        if (array.empty()) out += name + ": empty array\n";
+        for (std::size_t e = 0; e < array.size(); ++e)
+          out += name + "[" + std::to_string(e) + "]: " + plan_of(s, &array[e]) + "\n";
       } else {
-        const kernel_key target = input_target_key(op, s, *t, chosen);
-        out += (needs_transform(key_of(*t), target) ? plan_transform(key_of(*t), target).describe()
-                                                    : std::string("none")) +
-               "\n";
+        out += name + ": " + plan_of(s, v != nullptr ? tensor_of(*v) : nullptr) + "\n";
       }
     }
   return out;
@@ -268,9 +273,8 @@ inline void clear_output_lods(std::span<Variable* const> outputs, std::span<Vari
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
 // needs it into a temporary (the variables given are never changed) and calls the kernel on
 // the context of its place. Returns the kernel chosen.
-inline kernel_choice run_operator(const operator_info& op, const place& executor_place,
-                                  std::span<const std::vector<Variable*>> inputs,
-                                  std::span<const std::vector<Variable*>> outputs,
+inline kernel_choice run_operator(const operator_info& op, const place& executor_place, variable_slots inputs,
+                                  variable_slots outputs,
                                   const attribute_map& attrs = detail::empty_attributes) {
   if (inputs.size() != op.inputs().size() || outputs.size() != op.outputs().size())
     throw error("operator '" + std::string(op.name()) + "' takes " + std::to_string(op.inputs().size()) +

@@ -271,7 +271,7 @@ FLUIDK_DETAIL_INLINE void invoke_prepared(const K& kernel, device_context& devic
   execution_context context(op, input_names, output_names, device, Key::key(device_id),
                             {input_args, one_per_slot<N>}, {output_args, one_per_slot<sizeof...(Out)>},
                             attrs);
-  kernel(context);
+  detail::run_kernel(kernel, context);
 }
 
 template <class Op, class Key, class K, class Target, class... In, class... Out>

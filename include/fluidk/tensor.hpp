@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "fluidk/debug.hpp"
 #include "fluidk/device.hpp"
 #include "fluidk/devices/cpu.hpp"
 #include "fluidk/dims.hpp"
@@ -206,6 +207,9 @@ class Tensor {
   void check_access(data_type requested) const {
     if (!initialized() || requested != dtype_ || !place_.host_accessible()) [[unlikely]]
       access_error(requested);
+    FLUIDK_DEBUG_CHECK(offset_ <= buffer_->bytes() && storage_bytes() <= buffer_->bytes() - offset_,
+                       describe() + " addresses " + std::to_string(storage_bytes()) + " bytes at offset " +
+                           std::to_string(offset_) + " of a storage of " + std::to_string(buffer_->bytes()));
   }
   [[noreturn, gnu::cold, gnu::noinline]] void access_error(data_type requested) const {
     if (!initialized()) throw error("typed access to a tensor that holds no data");

@@ -3,6 +3,7 @@
 
 template <class T>
 struct loss_kernel {
+  using dtype = T;
   void operator()(fluidk::execution_context&) const {}
 };
 

@@ -3,10 +3,12 @@
 
 template <class T>
 struct relu_kernel {
+  using dtype = T;
   void operator()(fluidk::execution_context&) const {}
 };
 template <class T>
 struct relu_kernel_again {
+  using dtype = T;
   void operator()(fluidk::execution_context&) const {}
 };
 

@@ -14,6 +14,7 @@ namespace {
 
 template <class T>
 struct noop {
+  using dtype = T;
   void operator()(fluidk::execution_context&) const {}
 };
 

@@ -23,19 +23,19 @@ constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
 }
 
 inline void cpu_reorder(const Tensor& src, Tensor& dst) {
-  transforms::cpu::reorder(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
-                           static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), src.dims(),
-                           size_of(src.dtype()));
+  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
+                                   static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(),
+                                   src.dims(), size_of(src.dtype()));
 }
 inline void cpu_cast(const Tensor& src, Tensor& dst) {
-  transforms::cpu::cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.dtype(),
-                        static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.dtype(),
-                        src.storage_bytes() / size_of(src.dtype()));
+  transforms::cpu_kernels::cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.dtype(),
+                                static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.dtype(),
+                                src.storage_bytes() / size_of(src.dtype()));
 }
 inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
-  transforms::cpu::reorder_cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
-                                src.dtype(), static_cast<std::byte*>(dst.handle()) + dst.offset(),
-                                dst.layout(), dst.dtype(), src.dims());
+  transforms::cpu_kernels::reorder_cast(
+      static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(), src.dtype(),
+      static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), dst.dtype(), src.dims());
 }
 }  // namespace detail
 

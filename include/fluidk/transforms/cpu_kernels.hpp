@@ -24,24 +24,24 @@
 
 // The engines are compiled once per level with the level's target attribute: no -mavx2 (or
 // similar) is needed in the user's build, and nothing of them runs unless the CPU has it.
-#define FLUIDK_KT __attribute__((target("avx2,f16c,fma")))
-#define FLUIDK_KNS avx2
-#define FLUIDK_KLEVEL 2
+#define FLUIDK_DETAIL_SIMD_TARGET __attribute__((target("avx2,f16c,fma")))
+#define FLUIDK_DETAIL_SIMD_ENGINE avx2
+#define FLUIDK_DETAIL_SIMD_LEVEL 2
 #include "fluidk/transforms/detail/cpu_simd.ipp"
-#undef FLUIDK_KT
-#undef FLUIDK_KNS
-#undef FLUIDK_KLEVEL
+#undef FLUIDK_DETAIL_SIMD_TARGET
+#undef FLUIDK_DETAIL_SIMD_ENGINE
+#undef FLUIDK_DETAIL_SIMD_LEVEL
 
-#define FLUIDK_KT __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl")))
-#define FLUIDK_KNS avx512
-#define FLUIDK_KLEVEL 3
+#define FLUIDK_DETAIL_SIMD_TARGET __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl")))
+#define FLUIDK_DETAIL_SIMD_ENGINE avx512
+#define FLUIDK_DETAIL_SIMD_LEVEL 3
 #include "fluidk/transforms/detail/cpu_simd.ipp"
-#undef FLUIDK_KT
-#undef FLUIDK_KNS
-#undef FLUIDK_KLEVEL
+#undef FLUIDK_DETAIL_SIMD_TARGET
+#undef FLUIDK_DETAIL_SIMD_ENGINE
+#undef FLUIDK_DETAIL_SIMD_LEVEL
 #endif
 
-namespace fluidk::transforms::cpu {
+namespace fluidk::transforms::cpu_kernels {
 
 namespace detail {
 
@@ -246,4 +246,4 @@ inline void reorder_cast(const std::byte* src, data_layout from, data_type from_
                      detail::convert_fn(from_type, to_type), threads);
 }
 
-}  // namespace fluidk::transforms::cpu
+}  // namespace fluidk::transforms::cpu_kernels

@@ -16,7 +16,7 @@
 #include "fluidk/dtype.hpp"
 #include "fluidk/float16.hpp"
 
-namespace fluidk::transforms::cpu::detail {
+namespace fluidk::transforms::cpu_kernels::detail {
 
 template <class T>
 inline constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
@@ -143,4 +143,4 @@ inline strided_fn copy_fn(std::size_t elem_size) noexcept {
   }
 }
 
-}  // namespace fluidk::transforms::cpu::detail
+}  // namespace fluidk::transforms::cpu_kernels::detail

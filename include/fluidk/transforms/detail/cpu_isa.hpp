@@ -21,7 +21,7 @@
 #define FLUIDK_DETAIL_X86_KERNELS 0
 #endif
 
-namespace fluidk::transforms::cpu {
+namespace fluidk::transforms::cpu_kernels {
 
 // Ordered: each level implies the ones before it.
 //   avx2:   AVX2 + F16C + FMA (Haswell and later).
@@ -107,4 +107,4 @@ class isa_scope {
   int previous_;
 };
 
-}  // namespace fluidk::transforms::cpu
+}  // namespace fluidk::transforms::cpu_kernels

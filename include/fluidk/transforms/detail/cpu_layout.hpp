@@ -15,7 +15,7 @@
 #include <omp.h>
 #endif
 
-namespace fluidk::transforms::cpu::detail {
+namespace fluidk::transforms::cpu_kernels::detail {
 
 // ---- Threads -------------------------------------------------------------------------------
 
@@ -227,4 +227,4 @@ inline void run_layout_portable(const layout_job& j, const std::byte* src, std::
   }
 }
 
-}  // namespace fluidk::transforms::cpu::detail
+}  // namespace fluidk::transforms::cpu_kernels::detail

@@ -15,7 +15,7 @@
 #include "fluidk/error.hpp"
 #include "fluidk/transforms/detail/cpu_isa.hpp"
 
-namespace fluidk::transforms::cpu {
+namespace fluidk::transforms::cpu_kernels {
 
 // The data caches one core sees, in bytes: its L1 data cache and L2, and the last level
 // (shared by `llc_sharing` logical processors). `source` says where the sizes came from.
@@ -168,4 +168,4 @@ class store_policy_scope {
   int previous_;
 };
 
-}  // namespace fluidk::transforms::cpu
+}  // namespace fluidk::transforms::cpu_kernels

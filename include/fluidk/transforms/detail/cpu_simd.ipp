@@ -1,6 +1,7 @@
 // The vector engines of the CPU transforms, written once and compiled once per instruction set:
-// cpu_kernels.hpp includes this file with FLUIDK_KT (the target attribute), FLUIDK_KNS (the
-// namespace) and FLUIDK_KLEVEL (2: AVX2 + F16C, 3: + AVX-512 F/BW/VL) defined. Everything here
+// cpu_kernels.hpp includes this file with FLUIDK_DETAIL_SIMD_TARGET (the target attribute),
+// FLUIDK_DETAIL_SIMD_ENGINE (the namespace: avx2 or avx512) and FLUIDK_DETAIL_SIMD_LEVEL (2:
+// AVX2 + F16C, 3: + AVX-512 F/BW/VL) defined. Everything here
 // carries the target attribute, so that it inlines into one function per kernel and the binary
 // still runs, through the portable path, on CPUs without these instructions.
 //
@@ -10,16 +11,16 @@
 
 // The small helpers must inline into the kernels (GCC otherwise keeps some, such as the
 // transposes, as calls that pass eight registers through memory).
-#define FLUIDK_KTI FLUIDK_KT __attribute__((always_inline))
+#define FLUIDK_DETAIL_SIMD_INLINE FLUIDK_DETAIL_SIMD_TARGET __attribute__((always_inline))
 
-namespace fluidk::transforms::cpu::detail::FLUIDK_KNS {
+namespace fluidk::transforms::cpu_kernels::detail::FLUIDK_DETAIL_SIMD_ENGINE {
 
 // Eight elements in the eight 32-bit lanes of a ymm register: raw bits for bit copies, a float
 // for conversions among float, float16 and bfloat16 (exact for both half types).
 using v8 = __m256;
 
-FLUIDK_KTI inline __m128i pack32to16(__m256i x) noexcept {
-#if FLUIDK_KLEVEL >= 3
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i pack32to16(__m256i x) noexcept {
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   // The zero-masking form: the plain one trips GCC 12's -Wmaybe-uninitialized in its header.
   return _mm256_maskz_cvtepi32_epi16(0xFF, x);
 #else
@@ -34,7 +35,7 @@ FLUIDK_KTI inline __m128i pack32to16(__m256i x) noexcept {
 // binary16 (in the 16-bit lanes of h) to float. VCVTPH2PS quiets signalling NaNs; fluidk keeps
 // every NaN's bits (so round trips are exact). NaNs are rare: the fix-up sits behind one
 // well-predicted branch.
-FLUIDK_KTI inline v8 f16_to_f32(__m128i h) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline v8 f16_to_f32(__m128i h) noexcept {
   v8 f = _mm256_cvtph_ps(h);
   const v8 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
   if (!_mm256_testz_ps(nan, nan)) {
@@ -50,7 +51,7 @@ FLUIDK_KTI inline v8 f16_to_f32(__m128i h) noexcept {
 // float to binary16, round to nearest even (the immediate makes it independent of MXCSR).
 // VCVTPS2PH quiets signalling NaNs; fluidk keeps the top of the payload as it is and sets the
 // quiet bit only where the payload would otherwise vanish.
-FLUIDK_KTI inline __m128i f32_to_f16(v8 v) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i f32_to_f16(v8 v) noexcept {
   __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const v8 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
   if (!_mm256_testz_ps(nan, nan)) {
@@ -70,7 +71,7 @@ FLUIDK_KTI inline __m128i f32_to_f16(v8 v) noexcept {
 // an odd kept half; a carry out of the significand moves into the exponent, up to infinity, as
 // it must. Subnormals round like normals (same exponent range); AVX512_BF16 would flush them.
 // A NaN keeps its sign and top payload bits, with the quiet bit set if those are all zero.
-FLUIDK_KTI inline __m128i f32_to_bf16(v8 v) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i f32_to_bf16(v8 v) noexcept {
   const __m256i b = _mm256_castps_si256(v);
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
   __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
@@ -85,22 +86,26 @@ FLUIDK_KTI inline __m128i f32_to_bf16(v8 v) noexcept {
   return pack32to16(r);
 }
 
-#if FLUIDK_KLEVEL >= 3
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
 // The same three conversions on sixteen lanes, for the cast loops.
 using v16 = __m512;
 
 // The zero-masking forms of these, with every lane kept: the plain forms pass an undefined
 // vector that trips GCC 12's -Wmaybe-uninitialized (GCC bug 105593) in users' -Werror builds.
-FLUIDK_KTI inline __m512i sll32(__m512i a, unsigned n) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m512i sll32(__m512i a, unsigned n) noexcept {
   return _mm512_maskz_slli_epi32(0xFFFF, a, n);
 }
-FLUIDK_KTI inline __m512i srl32(__m512i a, unsigned n) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m512i srl32(__m512i a, unsigned n) noexcept {
   return _mm512_maskz_srli_epi32(0xFFFF, a, n);
 }
-FLUIDK_KTI inline __m512i widen16(__m256i h) noexcept { return _mm512_maskz_cvtepu16_epi32(0xFFFF, h); }
-FLUIDK_KTI inline __m256i narrow32(__m512i x) noexcept { return _mm512_maskz_cvtepi32_epi16(0xFFFF, x); }
+FLUIDK_DETAIL_SIMD_INLINE inline __m512i widen16(__m256i h) noexcept {
+  return _mm512_maskz_cvtepu16_epi32(0xFFFF, h);
+}
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i narrow32(__m512i x) noexcept {
+  return _mm512_maskz_cvtepi32_epi16(0xFFFF, x);
+}
 
-FLUIDK_KTI inline v16 f16_to_f32(__m256i h) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline v16 f16_to_f32(__m256i h) noexcept {
   v16 f = _mm512_maskz_cvtph_ps(0xFFFF, h);
   const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
   if (nan != 0) {
@@ -112,7 +117,7 @@ FLUIDK_KTI inline v16 f16_to_f32(__m256i h) noexcept {
   }
   return f;
 }
-FLUIDK_KTI inline __m256i f32_to_f16(v16 v) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_f16(v16 v) noexcept {
   __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   if (nan != 0) {
@@ -126,7 +131,7 @@ FLUIDK_KTI inline __m256i f32_to_f16(v16 v) noexcept {
   }
   return h;
 }
-FLUIDK_KTI inline __m256i f32_to_bf16(v16 v) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_bf16(v16 v) noexcept {
   const __m512i b = _mm512_castps_si512(v);
   const __m512i odd = _mm512_and_si512(srl32(b, 16), _mm512_set1_epi32(1));
   __m512i r = srl32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
@@ -146,48 +151,48 @@ FLUIDK_KTI inline __m256i f32_to_bf16(v16 v) noexcept {
 // load(p): 8 elements at p. load2(a, b): 4 elements at a into lanes 0-3 and 4 at b into lanes
 // 4-7, which lets a transpose take its 128-bit lane crossing from the loads for free.
 
-FLUIDK_KTI inline __m128i load_half_pair16(const std::byte* a, const std::byte* b) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i load_half_pair16(const std::byte* a, const std::byte* b) noexcept {
   return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
 }
-FLUIDK_KTI inline __m128i load16(const std::byte* p) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i load16(const std::byte* p) noexcept {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
 struct rd_b32 {
   using scalar_t = std::uint32_t;
   static constexpr std::int64_t size = 4;
-  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load(const std::byte* p) noexcept {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   }
-  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load2(const std::byte* a, const std::byte* b) noexcept {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(reinterpret_cast<const float*>(a))),
                                 _mm_loadu_ps(reinterpret_cast<const float*>(b)), 1);
   }
 };
 struct rd_f32 : rd_b32 {
   using scalar_t = float;
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept { return _mm512_loadu_ps(p); }
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static v16 load16(const std::byte* p) noexcept { return _mm512_loadu_ps(p); }
 #endif
 };
 struct rd_b16 {
   using scalar_t = std::uint16_t;
   static constexpr std::int64_t size = 2;
-  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
-    return _mm256_castsi256_ps(_mm256_cvtepu16_epi32(FLUIDK_KNS::load16(p)));
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load(const std::byte* p) noexcept {
+    return _mm256_castsi256_ps(_mm256_cvtepu16_epi32(FLUIDK_DETAIL_SIMD_ENGINE::load16(p)));
   }
-  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load2(const std::byte* a, const std::byte* b) noexcept {
     return _mm256_castsi256_ps(_mm256_cvtepu16_epi32(load_half_pair16(a, b)));
   }
 };
 struct rd_b8 {
   using scalar_t = std::uint8_t;
   static constexpr std::int64_t size = 1;
-  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load(const std::byte* p) noexcept {
     return _mm256_castsi256_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
-  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load2(const std::byte* a, const std::byte* b) noexcept {
     std::int32_t x, y;
     std::memcpy(&x, a, 4);
     std::memcpy(&y, b, 4);
@@ -198,12 +203,14 @@ struct rd_b8 {
 struct rd_f16 {
   using scalar_t = float16;
   static constexpr std::int64_t size = 2;
-  FLUIDK_KTI static v8 load(const std::byte* p) noexcept { return f16_to_f32(FLUIDK_KNS::load16(p)); }
-  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load(const std::byte* p) noexcept {
+    return f16_to_f32(FLUIDK_DETAIL_SIMD_ENGINE::load16(p));
+  }
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load2(const std::byte* a, const std::byte* b) noexcept {
     return f16_to_f32(load_half_pair16(a, b));
   }
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept {
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static v16 load16(const std::byte* p) noexcept {
     return f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
 #endif
@@ -212,14 +219,15 @@ struct rd_bf16 {
   using scalar_t = bfloat16;
   static constexpr std::int64_t size = 2;
   // bfloat16 is the top half of a float: widening is a shift, exact for every encoding.
-  FLUIDK_KTI static v8 load(const std::byte* p) noexcept {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(FLUIDK_KNS::load16(p)), 16));
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load(const std::byte* p) noexcept {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(FLUIDK_DETAIL_SIMD_ENGINE::load16(p)), 16));
   }
-  FLUIDK_KTI static v8 load2(const std::byte* a, const std::byte* b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static v8 load2(const std::byte* a, const std::byte* b) noexcept {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_half_pair16(a, b)), 16));
   }
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static v16 load16(const std::byte* p) noexcept {
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static v16 load16(const std::byte* p) noexcept {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm512_castsi512_ps(sll32(widen16(h), 16));
   }
@@ -236,24 +244,28 @@ struct wr_b32 {
   using scalar_t = std::uint32_t;
   static constexpr std::int64_t size = 4;
   static constexpr bool streams = true;
-  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void store(std::byte* p, v8 v) noexcept {
     _mm256_storeu_ps(reinterpret_cast<float*>(p), v);
   }
-  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept { _mm256_stream_ps(reinterpret_cast<float*>(p), v); }
-  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void stream(std::byte* p, v8 v) noexcept {
+    _mm256_stream_ps(reinterpret_cast<float*>(p), v);
+  }
+  FLUIDK_DETAIL_SIMD_INLINE static void store2(std::byte* p, v8 a, v8 b) noexcept {
     store(p, a);
     store(p + 32, b);
   }
-  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void stream2(std::byte* p, v8 a, v8 b) noexcept {
     stream(p, a);
     stream(p + 32, b);
   }
 };
 struct wr_f32 : wr_b32 {
   using scalar_t = float;
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept { _mm512_storeu_ps(p, v); }
-  FLUIDK_KTI static void stream16(std::byte* p, v16 v) noexcept { _mm512_stream_ps(reinterpret_cast<float*>(p), v); }
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static void store16(std::byte* p, v16 v) noexcept { _mm512_storeu_ps(p, v); }
+  FLUIDK_DETAIL_SIMD_INLINE static void stream16(std::byte* p, v16 v) noexcept {
+    _mm512_stream_ps(reinterpret_cast<float*>(p), v);
+  }
 #endif
 };
 // Writers of 16-bit elements: pack(v) gives the 16 bytes to write.
@@ -261,52 +273,52 @@ template <class Self>
 struct wr_16bit {
   static constexpr std::int64_t size = 2;
   static constexpr bool streams = true;
-  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void store(std::byte* p, v8 v) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Self::pack(v));
   }
-  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void stream(std::byte* p, v8 v) noexcept {
     _mm_stream_si128(reinterpret_cast<__m128i*>(p), Self::pack(v));
   }
   // 16 elements as one 32-byte store.
-  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void store2(std::byte* p, v8 a, v8 b) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(Self::pack(b), Self::pack(a)));
   }
-  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void stream2(std::byte* p, v8 a, v8 b) noexcept {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(Self::pack(b), Self::pack(a)));
   }
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static void store16(std::byte* p, v16 v) noexcept {
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static void store16(std::byte* p, v16 v) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), Self::pack(v));
   }
-  FLUIDK_KTI static void stream16(std::byte* p, v16 v) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void stream16(std::byte* p, v16 v) noexcept {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(p), Self::pack(v));
   }
 #endif
 };
 struct wr_b16 : wr_16bit<wr_b16> {
   using scalar_t = std::uint16_t;
-  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return pack32to16(_mm256_castps_si256(v)); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return pack32to16(_mm256_castps_si256(v)); }
 };
 struct wr_f16 : wr_16bit<wr_f16> {
   using scalar_t = float16;
-  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return f32_to_f16(v); }
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static __m256i pack(v16 v) noexcept { return f32_to_f16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return f32_to_f16(v); }
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_f16(v); }
 #endif
 };
 struct wr_bf16 : wr_16bit<wr_bf16> {
   using scalar_t = bfloat16;
-  FLUIDK_KTI static __m128i pack(v8 v) noexcept { return f32_to_bf16(v); }
-#if FLUIDK_KLEVEL >= 3
-  FLUIDK_KTI static __m256i pack(v16 v) noexcept { return f32_to_bf16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return f32_to_bf16(v); }
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_bf16(v); }
 #endif
 };
 struct wr_b8 {
   using scalar_t = std::uint8_t;
   static constexpr std::int64_t size = 1;
   static constexpr bool streams = false;
-  FLUIDK_KTI static void store(std::byte* p, v8 v) noexcept {
-#if FLUIDK_KLEVEL >= 3
+  FLUIDK_DETAIL_SIMD_INLINE static void store(std::byte* p, v8 v) noexcept {
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm256_maskz_cvtepi32_epi8(0xFF, _mm256_castps_si256(v)));
 #else
     const __m256i x = _mm256_castps_si256(v);
@@ -315,24 +327,24 @@ struct wr_b8 {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_unpacklo_epi32(lo, hi));
 #endif
   }
-  FLUIDK_KTI static void store2(std::byte* p, v8 a, v8 b) noexcept {
+  FLUIDK_DETAIL_SIMD_INLINE static void store2(std::byte* p, v8 a, v8 b) noexcept {
     store(p, a);
     store(p + 8, b);
   }
-  FLUIDK_KTI static void stream(std::byte* p, v8 v) noexcept { store(p, v); }
-  FLUIDK_KTI static void stream2(std::byte* p, v8 a, v8 b) noexcept { store2(p, a, b); }
+  FLUIDK_DETAIL_SIMD_INLINE static void stream(std::byte* p, v8 v) noexcept { store(p, v); }
+  FLUIDK_DETAIL_SIMD_INLINE static void stream2(std::byte* p, v8 a, v8 b) noexcept { store2(p, a, b); }
 };
 
 // A store of 8 (put) or 16 (put2) elements, streaming or not.
 template <class W>
-FLUIDK_KTI inline void put(std::byte* p, v8 v, bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void put(std::byte* p, v8 v, bool nt) noexcept {
   if (nt)
     W::stream(p, v);
   else
     W::store(p, v);
 }
 template <class W>
-FLUIDK_KTI inline void put2(std::byte* p, v8 a, v8 b, bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void put2(std::byte* p, v8 a, v8 b, bool nt) noexcept {
   if (nt)
     W::stream2(p, a, b);
   else
@@ -345,13 +357,13 @@ FLUIDK_KTI inline void put2(std::byte* p, v8 a, v8 b, bool nt) noexcept {
 // not run far enough ahead of several interleaved store streams. Measured on Sapphire Rapids,
 // 3-6% over no prefetch for the transposes, and as good as non-temporal stores for NCHW -> NHWC
 // while the result stays in the caches for the next kernel.
-FLUIDK_KTI inline void prefetch(const std::byte* p, std::int64_t offset) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void prefetch(const std::byte* p, std::int64_t offset) noexcept {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(offset)),
                _MM_HINT_T0);
 }
 
 template <class R, class W>
-FLUIDK_KTI inline void convert_one(const std::byte* s, std::byte* d) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void convert_one(const std::byte* s, std::byte* d) noexcept {
   store_elem<typename W::scalar_t>(d, convert<typename W::scalar_t>(load_elem<typename R::scalar_t>(s)));
 }
 
@@ -360,7 +372,7 @@ FLUIDK_KTI inline void convert_one(const std::byte* s, std::byte* d) noexcept {
 // An 8x8 block of 32-bit lanes loaded as a[k] = [row k, cols 0-3 | row k+4, cols 0-3] and
 // a[4+k] = the same for cols 4-7 (k < 4) becomes its columns: a[j] = column j. Two rounds of
 // in-lane shuffles (16) instead of three (24): the lane crossing came with the loads.
-FLUIDK_KTI inline void transpose_halves(v8* a) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void transpose_halves(v8* a) noexcept {
 #pragma GCC unroll 8
   for (int h = 0; h < 8; h += 4) {
     const v8 t0 = _mm256_unpacklo_ps(a[h], a[h + 1]), t1 = _mm256_unpackhi_ps(a[h], a[h + 1]);
@@ -377,7 +389,8 @@ FLUIDK_KTI inline void transpose_halves(v8* a) noexcept {
 // as induction variables of the caller's loop, more than the registers, and the loop spends
 // most of its instructions spilling them.
 template <class R>
-FLUIDK_KTI inline void load_rows_transposed(const std::byte* const* rows, std::int64_t offset, v8* a) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void load_rows_transposed(const std::byte* const* rows, std::int64_t offset,
+                                                           v8* a) noexcept {
   constexpr std::int64_t half = 4 * R::size;
 #pragma GCC unroll 8
   for (int k = 0; k < 4; ++k) {
@@ -388,7 +401,7 @@ FLUIDK_KTI inline void load_rows_transposed(const std::byte* const* rows, std::i
 }
 
 // r[i][j] -> r[j][i] from whole rows, for blocks whose missing rows are zero registers.
-FLUIDK_KTI inline void transpose8(v8* r) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void transpose8(v8* r) noexcept {
   const v8 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const v8 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
   const v8 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
@@ -420,8 +433,9 @@ inline constexpr std::int64_t target_ahead_bytes = 8192;
 // chunks go by pairs, each pixel's two written back to back: a line is whole before the next is
 // begun, as write-combining needs.
 template <class R, class W, int G>
-FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
-                                     std::int64_t count, bool pf, bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d,
+                                                    std::int64_t d_px, std::int64_t count, bool pf,
+                                                    bool nt) noexcept {
   const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
   // The target lines of 8 pixels: one run of lines where the pixels are adjacent (nChw8c, and
   // nChw16c or NHWC when the group covers them), else each pixel's lines.
@@ -436,7 +450,8 @@ FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std
           for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(dp + line, ahead);
         } else {
           for (int i = 0; i < 8; ++i) {
-            for (std::int64_t line = 0; line < 8 * G * W::size; line += 64) prefetch(dp + i * d_px + line, ahead);
+            for (std::int64_t line = 0; line < 8 * G * W::size; line += 64)
+              prefetch(dp + i * d_px + line, ahead);
           }
         }
       }
@@ -472,8 +487,9 @@ FLUIDK_KTI inline void gather_chunks(const std::byte* s, std::int64_t s_row, std
 
 // The same for one chunk whose rows at or past kv are padding (read as zeros, never loaded).
 template <class R, class W>
-FLUIDK_KTI inline void gather_partial(const std::byte* s, std::int64_t s_row, std::byte* d, std::int64_t d_px,
-                                      std::int64_t count, std::int64_t kv, bool pf, bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void gather_partial(const std::byte* s, std::int64_t s_row, std::byte* d,
+                                                     std::int64_t d_px, std::int64_t count, std::int64_t kv,
+                                                     bool pf, bool nt) noexcept {
   const std::int64_t ahead = std::max<std::int64_t>(16, target_ahead_bytes / d_px) * d_px;
   for (std::int64_t p = 0; p < count; p += 8) {
     if (pf && !nt) {
@@ -490,12 +506,14 @@ FLUIDK_KTI inline void gather_partial(const std::byte* s, std::int64_t s_row, st
 
 // 8 pixels of scatter_chunk, through the caches.
 template <class R, class W>
-FLUIDK_KTI inline void scatter_step(const std::byte* const* pixels, const std::byte* s, std::int64_t s_px,
-                                    std::byte* const* rows, std::int64_t p, std::int64_t kv, bool pf) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void scatter_step(const std::byte* const* pixels, const std::byte* s,
+                                                   std::int64_t s_px, std::byte* const* rows, std::int64_t p,
+                                                   std::int64_t kv, bool pf) noexcept {
   if (pf && p % 16 == 0) {
     // The source stream too: with another core busy the hardware prefetcher falls behind
     // (measured: 8% faster then, 1% when the machine is quiet).
-    for (std::int64_t i = 0; i < 16; i += std::max<std::int64_t>(1, 64 / s_px)) prefetch(s + (p + i) * s_px, 4096);
+    for (std::int64_t i = 0; i < 16; i += std::max<std::int64_t>(1, 64 / s_px))
+      prefetch(s + (p + i) * s_px, 4096);
     for (int k = 0; k < 8; ++k)
       if (k < kv) prefetch(rows[k] + p * W::size, 256);
   }
@@ -513,8 +531,9 @@ FLUIDK_KTI inline void scatter_step(const std::byte* const* pixels, const std::b
 // row's line would stay open across steps, and eight rows of half-written lines are more than
 // write-combining holds (measured on Zen 4: 2x slower than through the caches).
 template <class R, class W>
-FLUIDK_KTI inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std::byte* d, std::int64_t d_row,
-                                     std::int64_t count, std::int64_t kv, bool pf, bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std::byte* d,
+                                                    std::int64_t d_row, std::int64_t count, std::int64_t kv,
+                                                    bool pf, bool nt) noexcept {
   std::byte* rows[8];  // the target rows as pointers: see load_rows_transposed
   for (int k = 0; k < 8; ++k) rows[k] = d + k * d_row;
   const std::byte* pixels[8];  // the first 8 source pixels, advanced by an offset
@@ -523,7 +542,8 @@ FLUIDK_KTI inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std:
   // Streaming starts where the rows reach a line boundary (they all do together: the job
   // streams only when a row is a whole number of lines); the pixels before go through the caches.
   const std::int64_t head =
-      nt ? std::min(count, std::int64_t((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / W::size) : count;
+      nt ? std::min(count, std::int64_t((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / W::size)
+         : count;
   std::int64_t p = 0;
   for (; p + 8 <= head; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
   if (nt) {
@@ -550,8 +570,8 @@ FLUIDK_KTI inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std:
 }
 
 template <class R, class W>
-FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* dst, std::int64_t begin,
-                          std::int64_t end) noexcept {
+FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* src, std::byte* dst,
+                                          std::int64_t begin, std::int64_t end) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
   const bool nt = W::streams && j.stream;
   const bool s_planar = j.s.kind == side_kind::planar, d_planar = j.d.kind == side_kind::planar;
@@ -638,15 +658,15 @@ FLUIDK_KT void run_layout(const layout_job& j, const std::byte* src, std::byte* 
 // Elements [begin, end) from src to dst. Streaming (nt), the head is converted one by one up to
 // the first 64-byte boundary of the target, so that every vector store after it is aligned.
 template <class R, class W>
-FLUIDK_KT void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin, std::int64_t end,
-                        bool nt) noexcept {
+FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin,
+                                        std::int64_t end, bool nt) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
   std::int64_t i = begin;
   if (nt) {
     for (; i < end && (reinterpret_cast<std::uintptr_t>(dst + i * de) & 63) != 0; ++i)
       convert_one<R, W>(src + i * se, dst + i * de);
   }
-#if FLUIDK_KLEVEL >= 3
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   if (nt) {
     for (; i + 32 <= end; i += 32) {
       const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
@@ -699,7 +719,7 @@ inline range_fn cast_kernel(data_type from, data_type to) noexcept {
   return float_pair_kernel<range_fn, make_cast>(from, to);
 }
 
-#if FLUIDK_KLEVEL >= 3
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
 // Layout transforms are bound by memory, and by shuffles in the caches, where 512-bit registers
 // would not change the count much: the AVX2 kernels serve this level too, which also halves
 // what every translation unit that uses the kernels compiles.
@@ -735,6 +755,6 @@ inline layout_fn layout_convert_kernel(data_type from, data_type to) noexcept {
 }
 #endif
 
-}  // namespace fluidk::transforms::cpu::detail::FLUIDK_KNS
+}  // namespace fluidk::transforms::cpu_kernels::detail::FLUIDK_DETAIL_SIMD_ENGINE
 
-#undef FLUIDK_KTI
+#undef FLUIDK_DETAIL_SIMD_INLINE
