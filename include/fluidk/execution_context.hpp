@@ -244,21 +244,25 @@ class execution_context {
 };
 
 namespace detail {
-// The tensors an argument holds, each passed to f(const Tensor&): a bare tensor, a
-// LoDTensor's, a SelectedRows' value, each element of a LoDTensorArray.
+// The tensors a variable holds, each passed to f(const Tensor&): a LoDTensor's, a
+// SelectedRows' value, each element of a LoDTensorArray.
+template <class F>
+void for_each_held_tensor(const Variable& v, F&& f) {
+  if (v.is<LoDTensor>()) {
+    f(v.get<LoDTensor>());
+  } else if (v.is<SelectedRows>()) {
+    f(v.get<SelectedRows>().value());
+  } else if (v.is<LoDTensorArray>()) {
+    for (const LoDTensor& t : v.get<LoDTensorArray>()) f(t);
+  }
+}
+// The same for an argument, which may also be a bare tensor.
 template <class F>
 void for_each_held_tensor(const kernel_arg& a, F&& f) {
-  if (const Variable* v = a.variable()) {
-    if (v->is<LoDTensor>()) {
-      f(v->get<LoDTensor>());
-    } else if (v->is<SelectedRows>()) {
-      f(v->get<SelectedRows>().value());
-    } else if (v->is<LoDTensorArray>()) {
-      for (const LoDTensor& t : v->get<LoDTensorArray>()) f(t);
-    }
-  } else if (!a.empty()) {
+  if (const Variable* v = a.variable())
+    for_each_held_tensor(*v, f);
+  else if (!a.empty())
     f(a.tensor());
-  }
 }
 
 // FLUIDK_DEBUG's check that a kernel wrote none of its inputs (fluidk/debug.hpp): the inputs'

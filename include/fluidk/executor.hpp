@@ -425,7 +425,7 @@ class Executor {
     std::size_t seen = 0;
     bool same = true;
     for (const prepared::input& in : ins)
-      for_each_input_state(in.variable, tensor_of(*in.variable), in.slot, [&](const input_state& state) {
+      for_each_input_state(*in.variable, in.slot, [&](const input_state& state) {
         same = same && seen < last.size() && last[seen] == state;
         ++seen;
       });
@@ -445,7 +445,7 @@ class Executor {
     o.one_state_each = true;
     for (prepared::input& in : ins) {
       const std::size_t before = c.last_states.size();
-      append_input_states(in.variable, tensor_of(*in.variable), in.slot, c.last_states);
+      append_input_states(in.variable, in.slot, c.last_states);
       o.one_state_each = o.one_state_each && c.last_states.size() == before + 1;
       if (c.last_states.size() == before + 1) in.keep(c.last_states.back().key);
     }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/execution_context.hpp"
 #include "fluidk/operator_registry.hpp"
 // With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
 // works with this header alone.
@@ -64,23 +65,17 @@ inline const Tensor* tensor_of(const Variable& v) {
 }
 
 // The inputs a variable holds as the rules see them, each passed to f(input_state): its
-// tensor `t` (tensor_of(*v), or a bare tensor with v null), or each element of a
-// LoDTensorArray; nothing for an empty variable or tensor.
+// dense tensor (tensor_of), or each element of a LoDTensorArray; nothing for an empty
+// variable or tensor.
 template <class F>
-void for_each_input_state(const Variable* v, const Tensor* t, std::uint32_t slot, F&& f) {
-  if (t != nullptr) {
-    if (t->initialized()) f(input_state{slot, key_of(*t)});
-  } else if (v != nullptr && v->is<LoDTensorArray>()) {
-    for (const LoDTensor& element : v->get<LoDTensorArray>())
-      if (element.initialized()) f(input_state{slot, key_of(element)});
-  }
+void for_each_input_state(const Variable& v, std::uint32_t slot, F&& f) {
+  detail::for_each_held_tensor(v, [&](const Tensor& t) {
+    if (t.initialized()) f(input_state{slot, key_of(t)});
+  });
 }
-inline void append_input_states(const Variable* v, const Tensor* t, std::uint32_t slot,
-                                std::vector<input_state>& out) {
-  for_each_input_state(v, t, slot, [&](const input_state& state) { out.push_back(state); });
-}
+// The same, appended to `out`; nothing for an input left out (v null).
 inline void append_input_states(const Variable* v, std::uint32_t slot, std::vector<input_state>& out) {
-  append_input_states(v, v != nullptr ? tensor_of(*v) : nullptr, slot, out);
+  if (v != nullptr) for_each_input_state(*v, slot, [&](const input_state& state) { out.push_back(state); });
 }
 
 namespace detail {

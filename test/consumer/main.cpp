@@ -21,7 +21,9 @@ int main() {
 #if defined(FLUIDK_HAS_ONEDNN) && FLUIDK_HAS_ONEDNN
   // A oneDNN engine made through the backend: the library linked and usable.
   std::printf("backend onednn: %s\n",
-              fluidk::onednn_context::this_thread().engine().get_kind() == dnnl::engine::kind::cpu ? "ok" : "no engine");
+              fluidk::onednn_context::this_thread().engine().get_kind() == dnnl::engine::kind::cpu
+                  ? "ok"
+                  : "no engine");
 #endif
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
   // The loader linked; the number of devices is this machine's (PoCL gives one).
