@@ -4,6 +4,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <deque>
+#include <fluidk/devices/onednn_tags.hpp>
+#include <fluidk/devices/cudnn_tags.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -195,7 +197,7 @@ TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs",
   const expectation cases[] = {
       {kernel_type<cpu, float>::key(), "cpu plain", data_layout::any},
       {kernel_type<cpu, double>::key(), "cpu plain", data_layout::any},
-      {kernel_type<cpu, float, layout::any, library::onednn>::key(), "cpu onednn", data_layout::nChw8c},
+      {kernel_type<cpu, float, layout::any, library::onednn>::key(), "cpu onednn", data_layout_of<layout::nChw8c>},
       {kernel_type<npu, float>::key(1), "npu plain", data_layout::any},
       {kernel_type<npu, float, layout::any, library::cudnn>::key(1), "npu cudnn", data_layout::nchw},
   };
@@ -209,7 +211,7 @@ TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs",
   }
   // The oneDNN kernel declared both blocked layouts: the input's own layout is preferred.
   CHECK(select_and_call(conv_info, kernel_type<cpu, float, layout::nChw16c, library::onednn>::key())
-            .chosen.layout() == data_layout::nChw16c);
+            .chosen.layout() == data_layout_of<layout::nChw16c>);
   // The same selections at compile time.
   using input = typed_tensor<cpu, float, layout::nchw>;
   static_assert(std::is_same_v<static_kernel_type<conv2d, target<npu, library::cudnn>, input, input>,
@@ -377,11 +379,11 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
   const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
   const std::vector<std::vector<Variable*>> in{{held(x)}, {held(x)}};
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", true}}).library() ==
-        library_type::onednn);
+        library_type_of<library::onednn>);
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"use_mkldnn", true}}).library() ==
-        library_type::onednn);
+        library_type_of<library::onednn>);
   CHECK(expected_kernel_key(conv_info, place::of<npu>(0), in, {{"use_cudnn", true}}).library() ==
-        library_type::cudnn);
+        library_type_of<library::cudnn>);
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("acc:1")}}).place() ==
         place::of<npu>(1));
   CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"use_onednn", std::int32_t(1)}}),

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/devices/opencl.hpp>
 #include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
@@ -211,9 +212,9 @@ TEST_CASE("a CPU-only operator inside an accelerator program", "[executor]") {
 
 TEST_CASE("nChw8c on the CPU to NCHW on the accelerator: a two-step chain", "[executor]") {
   const Tensor plain = iota({1, 3, 2, 2}, 1, data_layout::nchw);
-  Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
   transforms::cpu_kernels::reorder(static_cast<const std::byte*>(plain.handle()), data_layout::nchw,
-                                   static_cast<std::byte*>(blocked.handle()), data_layout::nChw8c,
+                                   static_cast<std::byte*>(blocked.handle()), data_layout_of<layout::nChw8c>,
                                    plain.dims(), 4);
   Scope scope;
   scope.var("image").set(LoDTensor(blocked));
@@ -226,7 +227,7 @@ TEST_CASE("nChw8c on the CPU to NCHW on the accelerator: a two-step chain", "[ex
   CHECK(values(out) == iota_values(12, 2));
   const auto& plan = plan_transform(key_of(blocked), kernel_type<opencl, float>::key(0));
   CHECK(plan.describe() == "layout nChw8c->NCHW on Place(cpu), copy Place(cpu)->Place(opencl:0)");
-  CHECK(scope.get("image").get<LoDTensor>().layout() == data_layout::nChw8c);
+  CHECK(scope.get("image").get<LoDTensor>().layout() == data_layout_of<layout::nChw8c>);
 }
 
 TEST_CASE("in place: a transformed input is never copied back over the output", "[executor][regression]") {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
@@ -225,7 +226,7 @@ TEST_CASE("the storage version moves on every mutable route and never on a read"
   CHECK(moved());
 
   alias.reshape({3, 2});  // metadata of `alias` alone: t still reads [2, 3]
-  alias.set_layout(data_layout::nc);
+  alias.set_layout(data_layout_of<layout::nc>);
   CHECK_FALSE(moved());
   CHECK(t.dims() == dims{2, 3});
 
@@ -360,16 +361,16 @@ TEST_CASE("byte counts are checked and name the shape and the place", "[integrit
                     Catch::Contains("on Place(acc:1)"));
   // Blocked layouts pad C up: the padded count is checked too.
   const std::int64_t max = std::numeric_limits<std::int64_t>::max();
-  CHECK_THROWS_WITH(storage_numel({1, max - 2, 1, 1}, data_layout::nChw8c),
+  CHECK_THROWS_WITH(storage_numel({1, max - 2, 1, 1}, data_layout_of<layout::nChw8c>),
                     Catch::Contains("padded to nChw8c has more elements than int64"));
-  CHECK_THROWS_WITH(Tensor({0, max - 2, 1, 1}, data_type::float32, cpu_place, data_layout::nChw8c),
+  CHECK_THROWS_WITH(Tensor({0, max - 2, 1, 1}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>),
                     Catch::Contains("on Place(cpu)") && Catch::Contains("padded to nChw8c"));
   // A transform's output is allocated through the same checks: an empty source whose padded
   // target would not fit is refused, not wrapped.
   const Tensor empty({0, max - 2, 1, 1}, data_type::float32, cpu_place, data_layout::nchw);
   CHECK(empty.storage_bytes() == 0);
   CHECK_THROWS_AS(
-      transform(empty, kernel_key(cpu_place, data_type::float32, data_layout::nChw8c, library_type::plain)),
+      transform(empty, kernel_key(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>, library_type::plain)),
       error);
   // Reshape and slices go through them as well.
   Tensor t({4, 4}, data_type::float32);
@@ -591,7 +592,7 @@ TEST_CASE("offsets survive every transform and device copy", "[integrity][lod]")
   }
   SECTION("place") { CHECK(transform(src, to(acc, data_type::float32, data_layout::nhwc)).lod() == offsets); }
   SECTION("a chain: blocked layout, type and place in one plan") {
-    const LoDTensor blocked = transform(src, to(cpu_place, data_type::float32, data_layout::nChw8c));
+    const LoDTensor blocked = transform(src, to(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>));
     CHECK(blocked.lod() == offsets);
     const kernel_key target = to(acc, data_type::float16, data_layout::nchw);
     CHECK(plan_transform(key_of(blocked), target).steps().size() >= 2);

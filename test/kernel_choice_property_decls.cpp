@@ -15,6 +15,7 @@
 // runtime picks are the kernels that actually ran.
 #include <array>
 #include <boost/mp11/algorithm.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
 
@@ -118,7 +119,7 @@ struct request {
 constexpr std::size_t outcome_of(const selection& s, std::span<const kernel_key> keys) {
   if (s.status() != selection_status::chosen) return key_count + std::size_t(s.status());
   const kernel_key& k = keys[s.index];
-  return (k.place().kind_id() == npu::id ? 12 : 0) + (k.library() == library_type::onednn ? 6 : 0) +
+  return (k.place().kind_id() == npu::id ? 12 : 0) + (k.library() == library_type_of<library::onednn> ? 6 : 0) +
          (k.dtype() == data_type::float64 ? 3 : 0) +
          (k.layout() == data_layout::any    ? 0
           : k.layout() == data_layout::nchw ? 1

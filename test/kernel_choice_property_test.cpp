@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <string>
@@ -58,12 +59,12 @@ struct runtime_request {
 };
 runtime_request runtime_request_of(std::size_t r) {
   const std::size_t x = r % 12;
-  constexpr data_layout layouts[] = {data_layout::any, data_layout::nchw, data_layout::nChw8c};
+  constexpr data_layout layouts[] = {data_layout::any, data_layout::nchw, data_layout_of<layout::nChw8c>};
   const place places_[] = {cpu_place, place::of<npu>(0)};
   const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none,
                                                      fallback_policy::cpu};
   return {places_[x / 6],   places_[(r / 36) % 2], (x / 3) % 2 ? data_type::float64 : data_type::float32,
-          layouts[x % 3],   int((r / 12) % 3),     (r / 72) % 2 ? library_type::onednn : library_type::plain,
+          layouts[x % 3],   int((r / 12) % 3),     (r / 72) % 2 ? library_type_of<library::onednn> : library_type::plain,
           policies[r / 144]};
 }
 
@@ -89,7 +90,7 @@ void check_declaration(const operator_info& info, std::span<const std::size_t> s
           LoDTensor(make(q.label == 1 ? data_type::float32 : data_type::int64, data_layout::any, cpu_place)));
     registry.set_global_fallback(q.policy);
     attribute_map attrs;
-    if (q.lib == library_type::onednn) attrs.set("use_onednn", true);
+    if (q.lib == library_type_of<library::onednn>) attrs.set("use_onednn", true);
 
     std::vector<std::vector<Variable*>> in{{&scope.get("x")}, {}};
     if (q.label != 0) in[1].push_back(&scope.get("label"));

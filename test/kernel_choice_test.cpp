@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -170,10 +171,10 @@ TEST_CASE("1. kernels for {ANY, nChw8c} and an nChw8c input: every path runs the
   Scope scope;
   scope.var("x").set(LoDTensor(x.tensor()));
   const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("out")}};
-  CHECK(run_operator(two_layouts_info, cpu_place, in, out).chosen.layout() == data_layout::nChw8c);
+  CHECK(run_operator(two_layouts_info, cpu_place, in, out).chosen.layout() == data_layout_of<layout::nChw8c>);
   CHECK(last.kernel == "nChw8c");
   Executor executor(cpu_place);
-  CHECK(run_in_executor(executor, scope, "kc_two_layouts", {{"X", {"x"}}}).layout() == data_layout::nChw8c);
+  CHECK(run_in_executor(executor, scope, "kc_two_layouts", {{"X", {"x"}}}).layout() == data_layout_of<layout::nChw8c>);
   CHECK(last.kernel == "nChw8c");
   // An NCHW input: the ANY kernel, on every path.
   using plain = typed_tensor<cpu, float, layout::nchw>;
@@ -234,13 +235,13 @@ TEST_CASE("4. the preferred layout is the deciding input's on every path, whatev
   static_assert(std::is_same_v<static_kernel_type<optional_first, target<cpu>, no_input_t, blocked>,
                                kernel_type<cpu, float, layout::nChw8c>>);
   Scope scope;
-  scope.var("x").set(LoDTensor(filled({1, 8, 2, 2}, data_type::float32, data_layout::nChw8c)));
+  scope.var("x").set(LoDTensor(filled({1, 8, 2, 2}, data_type::float32, data_layout_of<layout::nChw8c>)));
   Variable& bias = scope.var("bias");  // declared, never written: holds nothing
   const std::vector<std::vector<Variable*>> in{{&bias}, {&scope.get("x")}}, out{{&scope.var("out")}};
-  CHECK(run_operator(optional_first_info, cpu_place, in, out).chosen.layout() == data_layout::nChw8c);
+  CHECK(run_operator(optional_first_info, cpu_place, in, out).chosen.layout() == data_layout_of<layout::nChw8c>);
   Executor executor(cpu_place);
   CHECK(run_in_executor(executor, scope, "kc_optional_first", {{"Bias", {"bias"}}, {"X", {"x"}}}).layout() ==
-        data_layout::nChw8c);
+        data_layout_of<layout::nChw8c>);
 }
 
 TEST_CASE("5. set_global_fallback reaches programs prepared before it", "[kernel_choice]") {
@@ -290,21 +291,21 @@ TEST_CASE("6. a static chain from device 1 keeps its intermediates on device 1",
 TEST_CASE("7. one variable in two slots that need different transforms: each slot gets its own",
           "[kernel_choice]") {
   Scope scope;
-  scope.var("v").set(LoDTensor(filled({1, 8, 2, 2}, data_type::float32, data_layout::nChw8c)));
+  scope.var("v").set(LoDTensor(filled({1, 8, 2, 2}, data_type::float32, data_layout_of<layout::nChw8c>)));
   Executor executor(place::of<npu>(0));
   run_in_executor(executor, scope, "kc_keeps_second", {{"X", {"v"}}, {"Y", {"v"}}});
   REQUIRE(last.inputs.size() == 2);
   CHECK(last.inputs[0] ==
         kernel_key(place::of<npu>(0), data_type::float32, data_layout::nchw, library_type::plain));
   CHECK(last.inputs[1] ==
-        kernel_key(place::of<npu>(0), data_type::float32, data_layout::nChw8c, library_type::plain));
+        kernel_key(place::of<npu>(0), data_type::float32, data_layout_of<layout::nChw8c>, library_type::plain));
   CHECK(scope.kid_count() == 0);
   // The same on the runtime call.
   const std::vector<std::vector<Variable*>> in{{&scope.get("v")}, {&scope.get("v")}},
       out{{&scope.var("out")}};
   run_operator(keeps_second_info, place::of<npu>(0), in, out);
   CHECK(last.inputs[0].layout() == data_layout::nchw);
-  CHECK(last.inputs[1].layout() == data_layout::nChw8c);
+  CHECK(last.inputs[1].layout() == data_layout_of<layout::nChw8c>);
 }
 
 TEST_CASE("8. LoDTensorArray inputs move to the kernel's place", "[kernel_choice]") {

@@ -9,7 +9,7 @@ using namespace fluidk;
 TEST_CASE("a oneDNN reorder reads and writes fluidk tensors in place", "[onednn]") {
   Tensor plain({2, 3, 4, 5}, data_type::float32, cpu_place, data_layout::nchw);
   for (int i = 0; i < 120; ++i) plain.data<float>()[i] = float(i);
-  Tensor blocked({2, 3, 4, 5}, data_type::float32, cpu_place, data_layout::nChw8c);
+  Tensor blocked({2, 3, 4, 5}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
   auto& context = onednn_context::this_thread();
   CHECK(context.place() == cpu_place);
   auto source = onednn_memory(plain, context.engine());
@@ -33,6 +33,6 @@ TEST_CASE("tensors oneDNN cannot describe are rejected by name", "[onednn][error
   CHECK_THROWS_WITH(onednn_memory(Tensor({4}, data_type::float32), context.engine()),
                     Catch::Contains("layout ANY_LAYOUT has no oneDNN format"));
   CHECK_THROWS_WITH(
-      onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout::nc), context.engine()),
+      onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout_of<layout::nc>), context.engine()),
       Catch::Contains("oneDNN has no data type for int64_t"));
 }

@@ -214,7 +214,7 @@ TEMPLATE_LIST_TEST_CASE("conv2d with cuDNN: against the plain CPU conv", "[ops][
                             {"groups", 2}};
   const kernel_choice gpu = run_at(device, scope, "conv2d", {{"Input", {"input"}}, {"Filter", {"filter"}}},
                                    {{"Output", {"conv_dev"}}}, attrs);
-  CHECK(gpu.chosen.library() == library_type::cudnn);
+  CHECK(gpu.chosen.library() == library_type_of<library::cudnn>);
   CHECK_FALSE(gpu.fell_back);
   run_at(cpu_place, scope, "conv2d", {{"Input", {"input"}}, {"Filter", {"filter"}}},
          {{"Output", {"conv_cpu"}}}, attrs);

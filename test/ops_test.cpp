@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/program.hpp>
 #include <fluidk/runtime_dispatch.hpp>
@@ -59,7 +60,7 @@ Tensor ids_tensor(const std::vector<std::int64_t>& ids) {
 template <class T>
 std::vector<T> values(const Tensor& t) {
   const Tensor plain =
-      t.layout() == data_layout::any || t.layout() == data_layout::nchw || t.layout() == data_layout::nc
+      t.layout() == data_layout::any || t.layout() == data_layout::nchw || t.layout() == data_layout_of<layout::nc>
           ? t
           : transform(t, kernel_key{cpu_place, t.dtype(), data_layout::nchw, library_type::plain});
   return std::vector<T>(plain.data<T>(), plain.data<T>() + plain.numel());
@@ -228,7 +229,7 @@ TEST_CASE("conv2d, oneDNN: against the plain conv; the output stays in oneDNN's 
     const kernel_choice choice =
         run_rt(scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"dnn"}}}, attrs);
     CHECK(choice.chosen ==
-          kernel_key{cpu_place, data_type::float32, data_layout::nChw8c, library_type::onednn});
+          kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>, library_type_of<library::onednn>});
     // The input is brought to the kernel's nChw8c; the filter keeps its layout
     // (keep_layout_inputs): the kernel reorders the weights for oneDNN itself.
     const std::vector<std::vector<Variable*>> call{{&scope.get("x")}, {&scope.get("w")}};
@@ -238,7 +239,7 @@ TEST_CASE("conv2d, oneDNN: against the plain conv; the output stays in oneDNN's 
     const LoDTensor& dnn = scope.get("dnn").get<LoDTensor>();
     // The kernel's own layout when oneDNN has an implementation producing it (AVX2 and
     // AVX-512 CPUs both do), else the other blocked one.
-    CHECK((dnn.layout() == data_layout::nChw8c || dnn.layout() == data_layout::nChw16c));
+    CHECK((dnn.layout() == data_layout_of<layout::nChw8c> || dnn.layout() == data_layout_of<layout::nChw16c>));
     CHECK(dnn.dims() == scope.get("plain").get<LoDTensor>().dims());
     // Back to NCHW through fluidk's transform, then compared.
     const Tensor back = transform(
@@ -252,13 +253,13 @@ TEST_CASE("conv2d, oneDNN: input already nChw16c selects that kernel; the static
           "[ops][conv2d][onednn][static]") {
   const conv_case& c = conv_cases[3];
   Scope scope;
-  scope.var("x").set(LoDTensor(random_tensor<float>(c.input, -1, 1, data_layout::nChw16c)));
+  scope.var("x").set(LoDTensor(random_tensor<float>(c.input, -1, 1, data_layout_of<layout::nChw16c>)));
   scope.var("w").set(LoDTensor(random_tensor<float>(c.filter)));
   attribute_map attrs = conv_attrs(c);
   attrs.set("use_onednn", true);
   const kernel_choice choice =
       run_rt(scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}}, attrs);
-  CHECK(choice.chosen.layout() == data_layout::nChw16c);
+  CHECK(choice.chosen.layout() == data_layout_of<layout::nChw16c>);
   const std::vector<long double> expected =
       naive_conv<float>(scope.get("x").get<LoDTensor>(), scope.get("w").get<LoDTensor>(), c);
   check_close(values<float>(scope.get("y")), expected, 1e-4);
@@ -294,7 +295,7 @@ TEST_CASE("conv2d (oneDNN) then relu: the plain relu gets the layout transform, 
   auto prepared = executor.prepare(program.block(0), scope);
   executor.run(prepared);
   const data_layout blocked = scope.get("conv").get<LoDTensor>().layout();
-  CHECK((blocked == data_layout::nChw8c || blocked == data_layout::nChw16c));
+  CHECK((blocked == data_layout_of<layout::nChw8c> || blocked == data_layout_of<layout::nChw16c>));
   // Transforms: image NCHW->nChw8c for conv2d (the filter keeps its layout), then conv's
   // output blocked->NCHW for the plain relu; oneDNN's relu reads the blocked output as it is.
   CHECK(executor.stats().transforms == 2);
@@ -397,10 +398,10 @@ TEST_CASE("mul and fc, oneDNN (matmul, inner product): against the plain kernels
     attribute_map attrs{{"use_onednn", dnn}};
     const kernel_choice m =
         run_rt(scope, "mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"mul" + suffix}}}, attrs);
-    CHECK(m.chosen.library() == (dnn ? library_type::onednn : library_type::plain));
+    CHECK(m.chosen.library() == (dnn ? library_type_of<library::onednn> : library_type::plain));
     const kernel_choice f = run_rt(scope, "fc", {{"Input", {"x"}}, {"W", {"y"}}, {"Bias", {"b"}}},
                                    {{"Out", {"fc" + suffix}}}, attrs);
-    CHECK(f.chosen.library() == (dnn ? library_type::onednn : library_type::plain));
+    CHECK(f.chosen.library() == (dnn ? library_type_of<library::onednn> : library_type::plain));
     run_rt(scope, "fc", {{"Input", {"x"}}, {"W", {"y"}}, {"Bias", {}}}, {{"Out", {"fc_nobias" + suffix}}},
            attrs);
   }
@@ -430,7 +431,7 @@ TEST_CASE("use_onednn where oneDNN has no kernel (double data): the plain kernel
         std::vector<std::string>{"mul: {data_type[double]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
                                  "library_type[PLAIN]}"});
   CHECK(operator_registry::instance().fallback_count(
-            "mul", kernel_key{cpu_place, data_type::float64, data_layout::any, library_type::onednn}) == 2);
+            "mul", kernel_key{cpu_place, data_type::float64, data_layout::any, library_type_of<library::onednn>}) == 2);
   check_close(values<double>(scope.get("out")),
               naive_matmul(values<double>(scope.get("x")), values<double>(scope.get("y")), 3, 4, 2), 1e-10);
 }
@@ -518,7 +519,7 @@ TEST_CASE("relu and elementwise_add, oneDNN (eltwise, binary): against the plain
   scope.var("same").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout::nchw)));
   scope.var("row").set(LoDTensor(random_tensor<float>({5})));
   scope.var("channel").set(LoDTensor(random_tensor<float>({20})));
-  scope.var("blocked").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout::nChw16c)));
+  scope.var("blocked").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout_of<layout::nChw16c>)));
   for (const bool dnn : {false, true}) {
     const std::string s = dnn ? "_dnn" : "_plain";
     const attribute_map attrs{{"use_onednn", dnn}};
@@ -526,9 +527,9 @@ TEST_CASE("relu and elementwise_add, oneDNN (eltwise, binary): against the plain
     const kernel_choice blocked =
         run_rt(scope, "relu", {{"X", {"blocked"}}}, {{"Out", {"relu_blocked" + s}}}, attrs);
     // oneDNN's relu reads blocked data as it is; the plain one gets it in NCHW from fluidk.
-    CHECK(blocked.chosen.layout() == (dnn ? data_layout::nChw16c : data_layout::any));
+    CHECK(blocked.chosen.layout() == (dnn ? data_layout_of<layout::nChw16c> : data_layout::any));
     CHECK(scope.get("relu_blocked" + s).get<LoDTensor>().layout() ==
-          (dnn ? data_layout::nChw16c : data_layout::nchw));
+          (dnn ? data_layout_of<layout::nChw16c> : data_layout::nchw));
     run_rt(scope, "elementwise_add", {{"X", {"x"}}, {"Y", {"same"}}}, {{"Out", {"same" + s}}}, attrs);
     run_rt(scope, "elementwise_add", {{"X", {"x"}}, {"Y", {"row"}}}, {{"Out", {"row" + s}}}, attrs);
     attribute_map axis1 = attrs;

@@ -2,6 +2,7 @@
 // typed access, the statically typed view, LoDTensor and SelectedRows.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/lod_tensor.hpp>
 #include <fluidk/selected_rows.hpp>
 #include <fluidk/typed_tensor.hpp>
@@ -18,17 +19,17 @@ TEST_CASE("dims hold up to eight extents inline", "[tensor][dims]") {
 }
 
 TEST_CASE("blocked layouts pad the channels to whole blocks", "[tensor][layout]") {
-  CHECK(storage_numel({2, 17, 3, 3}, data_layout::nChw8c) == 2 * 24 * 9);
-  CHECK(storage_numel({2, 17, 3, 3}, data_layout::nChw16c) == 2 * 32 * 9);
-  CHECK(storage_numel({2, 16, 3, 3}, data_layout::nChw16c) == 2 * 16 * 9);
+  CHECK(storage_numel({2, 17, 3, 3}, data_layout_of<layout::nChw8c>) == 2 * 24 * 9);
+  CHECK(storage_numel({2, 17, 3, 3}, data_layout_of<layout::nChw16c>) == 2 * 32 * 9);
+  CHECK(storage_numel({2, 16, 3, 3}, data_layout_of<layout::nChw16c>) == 2 * 16 * 9);
   CHECK(storage_numel({2, 17, 3, 3}, data_layout::nchw) == 2 * 17 * 9);
   CHECK(storage_numel({5}, data_layout::any) == 5);
-  const Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  const Tensor blocked({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
   CHECK(blocked.storage_bytes() == 8 * 4 * sizeof(float));
   CHECK(blocked.numel() == 12);
   CHECK_THROWS_WITH(Tensor({3, 4}, data_type::float32, cpu_place, data_layout::nchw),
                     Catch::Contains("layout NCHW needs rank 4, but the shape [3, 4] has rank 2"));
-  CHECK_THROWS_WITH(Tensor({3, 4, 5}, data_type::float32, cpu_place, data_layout::nc),
+  CHECK_THROWS_WITH(Tensor({3, 4, 5}, data_type::float32, cpu_place, data_layout_of<layout::nc>),
                     Catch::Contains("layout NC needs rank 2"));
 }
 
@@ -79,7 +80,7 @@ TEST_CASE("slices view rows of dimension 0 through an offset", "[tensor]") {
   CHECK_THROWS_WITH(t.slice(2, 5), Catch::Contains("slice [2, 5) is out of range for shape [4, 3]"));
   CHECK_THROWS_WITH(t.slice(-1, 1), Catch::Contains("out of range"));
   // A blocked slice keeps whole padded images.
-  const Tensor blocked({3, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nChw8c);
+  const Tensor blocked({3, 3, 2, 2}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
   CHECK(blocked.slice(1, 2).offset() == 8 * 4 * sizeof(float));
 }
 
@@ -90,10 +91,10 @@ TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as 
   CHECK_THROWS_WITH(t.reshape({5, 5}), Catch::Contains("cannot reshape [3, 4] to [5, 5]"));
   CHECK(t.dims() == dims{3, 4});
   Tensor image({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
-  image.set_layout(data_layout::nChw8c);  // 8 channels: no padding, same storage
-  CHECK(image.layout() == data_layout::nChw8c);
+  image.set_layout(data_layout_of<layout::nChw8c>);  // 8 channels: no padding, same storage
+  CHECK(image.layout() == data_layout_of<layout::nChw8c>);
   Tensor odd({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
-  CHECK_THROWS_WITH(odd.set_layout(data_layout::nChw8c), Catch::Contains("needs a different storage size"));
+  CHECK_THROWS_WITH(odd.set_layout(data_layout_of<layout::nChw8c>), Catch::Contains("needs a different storage size"));
   CHECK(odd.layout() == data_layout::nchw);
 }
 

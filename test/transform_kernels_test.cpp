@@ -49,8 +49,8 @@ std::string difference(const bytes& got, const bytes& expected) {
 const std::byte* cp(const bytes& b) { return b.data(); }
 std::byte* mp(bytes& b) { return b.data(); }
 
-const std::vector<data_layout> layouts4d{data_layout::nchw, data_layout::nhwc, data_layout::nChw8c,
-                                         data_layout::nChw16c};
+const std::vector<data_layout> layouts4d{data_layout::nchw, data_layout::nhwc, data_layout_of<layout::nChw8c>,
+                                         data_layout_of<layout::nChw16c>};
 
 // Shapes [N, C, H, W]: the channel counts of the issue (1, 3, 8, 17, 64), extents of 1, and
 // pixel counts that leave vector tails.
@@ -66,16 +66,10 @@ std::int64_t padded_c(data_layout l, std::int64_t c) {
 std::int64_t index_in(data_layout l, const dims& s, std::int64_t n, std::int64_t c, std::int64_t h,
                       std::int64_t w) {
   const std::int64_t C = s[1], H = s[2], W = s[3];
-  switch (l) {
-    case data_layout::nchw:
-      return ((n * C + c) * H + h) * W + w;
-    case data_layout::nhwc:
-      return ((n * H + h) * W + w) * C + c;
-    default: {
-      const std::int64_t b = block_of(l), cp = padded_c(l, C);
-      return (((n * (cp / b) + c / b) * H + h) * W + w) * b + c % b;
-    }
-  }
+  if (l == data_layout::nchw) return ((n * C + c) * H + h) * W + w;
+  if (l == data_layout::nhwc) return ((n * H + h) * W + w) * C + c;
+  const std::int64_t b = block_of(l), cp = padded_c(l, C);
+  return (((n * (cp / b) + c / b) * H + h) * W + w) * b + c % b;
 }
 
 std::int64_t storage_of(data_layout l, const dims& s) { return s[0] * padded_c(l, s[1]) * s[2] * s[3]; }
@@ -116,8 +110,8 @@ TEST_CASE("layout transforms of float match oneDNN's reorder bit for bit, paddin
           "[transforms][onednn]") {
   auto& ctx = onednn_context::this_thread();
   const std::vector<std::pair<data_layout, data_layout>> pairs{
-      {data_layout::nchw, data_layout::nChw8c},  {data_layout::nChw8c, data_layout::nchw},
-      {data_layout::nchw, data_layout::nChw16c}, {data_layout::nChw16c, data_layout::nchw},
+      {data_layout::nchw, data_layout_of<layout::nChw8c>},  {data_layout_of<layout::nChw8c>, data_layout::nchw},
+      {data_layout::nchw, data_layout_of<layout::nChw16c>}, {data_layout_of<layout::nChw16c>, data_layout::nchw},
       {data_layout::nchw, data_layout::nhwc},    {data_layout::nhwc, data_layout::nchw}};
   std::vector<dims> cases = shapes;
   std::mt19937 rng(7);
@@ -173,7 +167,7 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope scope(level);
     for (std::size_t elem : {1, 2, 4, 8})
-      for (data_layout blocked : {data_layout::nChw8c, data_layout::nChw16c, data_layout::nhwc})
+      for (data_layout blocked : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>, data_layout::nhwc})
         for (const dims& s : shapes) {
           INFO(describe(data_layout::nchw, blocked, s, elem));
           const bytes src = random_bytes(std::size_t(s.numel()) * elem, 5);
@@ -223,21 +217,21 @@ TEST_CASE("Fluid's layout case: NHWC [2,3,1,2] becomes NCHW [2,2,3,1], input unc
 TEST_CASE("layout transforms that cannot be done say so, naming the layouts and the shape",
           "[transforms][errors]") {
   std::vector<std::byte> a(64), b(64);
-  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nc, {2, 3}, 4),
+  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4),
                     "fluidk: no layout transform from NCHW to NC for shape [2, 3]");
-  CHECK_THROWS_AS(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nc, {2, 3}, 4), error);
+  CHECK_THROWS_AS(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4), error);
   CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nhwc, {2, 3, 4}, 4),
                     Catch::StartsWith("fluidk: no layout transform from NCHW to NHWC for shape [2, 3, 4]") &&
                         Catch::Contains("rank 4"));
   CHECK_THROWS_WITH(
-      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nChw8c, {1, 1, 1, 1}, 3),
+      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nChw8c>, {1, 1, 1, 1}, 3),
       Catch::Contains("1, 2, 4 or 8"));
   CHECK_THROWS_WITH(kernels::reorder_cast(a.data(), data_layout::any, data_type::float32, b.data(),
                                           data_layout::nchw, data_type::float16, {1, 2, 2, 2}),
                     "fluidk: no layout transform from ANY_LAYOUT to NCHW for shape [1, 2, 2, 2]");
   // The same layout is a copy, nothing to refuse.
   std::iota(reinterpret_cast<unsigned char*>(a.data()), reinterpret_cast<unsigned char*>(a.data()) + 64, 0);
-  kernels::reorder(a.data(), data_layout::nc, b.data(), data_layout::nc, {4, 4}, 4);
+  kernels::reorder(a.data(), data_layout_of<layout::nc>, b.data(), data_layout_of<layout::nc>, {4, 4}, 4);
   CHECK(a == b);
 }
 
@@ -576,12 +570,12 @@ TEST_CASE("reorder_cast gives the bytes of reorder then cast, in one pass", "[tr
 TEST_CASE("the fused path of a large tensor is the same on one thread and on several",
           "[transforms][fused][threads]") {
   const dims s{2, 24, 61, 67};
-  const std::size_t sn = std::size_t(storage_of(data_layout::nChw8c, s));
+  const std::size_t sn = std::size_t(storage_of(data_layout_of<layout::nChw8c>, s));
   const bytes src = to_bytes(samples<float>(sn, 23));
   bytes one(std::size_t(s.numel()) * 2), two(one.size());
-  kernels::reorder_cast(cp(src), data_layout::nChw8c, data_type::float32, mp(one), data_layout::nchw,
+  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(one), data_layout::nchw,
                         data_type::float16, s, 1);
-  kernels::reorder_cast(cp(src), data_layout::nChw8c, data_type::float32, mp(two), data_layout::nchw,
+  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(two), data_layout::nchw,
                         data_type::float16, s, 2);
   CHECK(difference(one, two) == "");
 }

@@ -3,6 +3,7 @@
 // that no transform writes its source, and what happens when no chain exists.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/transforms.hpp>
 #include <thread>
 #include <vector>
@@ -99,7 +100,7 @@ TEST_CASE("the planner picks the chain that moves the fewest bytes", "[transform
 }
 
 TEST_CASE("a chain gives the same bytes as its steps done by hand", "[transforms][chain]") {
-  const Tensor src = random_tensor({2, 17, 3, 5}, data_type::float32, data_layout::nChw8c, 7);
+  const Tensor src = random_tensor({2, 17, 3, 5}, data_type::float32, data_layout_of<layout::nChw8c>, 7);
   const Tensor before = copy_to(src, cpu_place);
   const kernel_key target = kernel_type<accelerator, float16, layout::nchw>::key(1);
 
@@ -110,7 +111,7 @@ TEST_CASE("a chain gives the same bytes as its steps done by hand", "[transforms
   CHECK(result.dims() == src.dims());
 
   Tensor plain(src.dims(), data_type::float32, cpu_place, data_layout::nchw);
-  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()), data_layout::nChw8c,
+  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()), data_layout_of<layout::nChw8c>,
                                    static_cast<std::byte*>(plain.handle()), data_layout::nchw, src.dims(), 4);
   Tensor half(src.dims(), data_type::float16, cpu_place, data_layout::nchw);
   for (std::int64_t i = 0; i < plain.numel(); ++i) half.data<float16>()[i] = float16(plain.data<float>()[i]);

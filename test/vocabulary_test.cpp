@@ -2,6 +2,8 @@
 // ordinals and ordering of kernel keys.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <fluidk/devices/cudnn_tags.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/fluidk.hpp>
 #include <fstream>
 #include <set>
@@ -34,7 +36,7 @@ static_assert(KernelType<kernel_type<cpu, float>> && !KernelType<kernel_key>);
 
 // The compile-time key converts to the runtime key in a constant expression.
 static_assert(kernel_key(kernel_type<cpu, double, layout::nchw, library::onednn>{}) ==
-              kernel_key(cpu_place, data_type::float64, data_layout::nchw, library_type::onednn));
+              kernel_key(cpu_place, data_type::float64, data_layout::nchw, library_type_of<library::onednn>));
 static_assert(kernel_type<cpu, float>::key().ordinal() == 0);
 
 TEST_CASE("kernel keys print in Fluid's format", "[vocabulary]") {
@@ -58,12 +60,12 @@ TEST_CASE("each axis parses case-insensitively", "[vocabulary][parse]") {
   CHECK(parse_data_type("int") == data_type::int32);
   CHECK(parse_data_type("Int64_T") == data_type::int64);
   CHECK(parse_data_type("bool") == data_type::boolean);
-  CHECK(parse_data_layout("nchw8c") == data_layout::nChw8c);
-  CHECK(parse_data_layout("NCHW16C") == data_layout::nChw16c);
+  CHECK(parse_data_layout("nchw8c") == data_layout_of<layout::nChw8c>);
+  CHECK(parse_data_layout("NCHW16C") == data_layout_of<layout::nChw16c>);
   CHECK(parse_data_layout("any_layout") == data_layout::any);
   CHECK(parse_data_layout("Nhwc") == data_layout::nhwc);
-  CHECK(parse_library_type("mkldnn") == library_type::onednn);
-  CHECK(parse_library_type("cuDNN") == library_type::cudnn);
+  CHECK(parse_library_type("mkldnn") == library_type_of<library::onednn>);
+  CHECK(parse_library_type("cuDNN") == library_type_of<library::cudnn>);
   CHECK(parse_place("CPU") == cpu_place);
   CHECK(parse_place("Place(cpu)") == cpu_place);
   CHECK(parse_place("host") == cpu_place);
@@ -82,7 +84,7 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_WITH(parse_data_layout("nchw4c"),
                     Catch::Contains("unknown data layout 'nchw4c'") && Catch::Contains("nChw16c"));
   CHECK_THROWS_WITH(parse_library_type("cublas"),
-                    Catch::Contains("unknown library 'cublas'") && Catch::Contains("PLAIN, ONEDNN"));
+                    Catch::Contains("unknown library 'cublas'") && Catch::Contains("PLAIN, CPU, CUDA, ONEDNN, MKLDNN, DNNL, CUDNN"));
   CHECK_THROWS_WITH(parse_place("tpu:0"), Catch::Contains("unknown place 'tpu:0'") &&
                                               Catch::Contains("cpu") && Catch::Contains("testdev"));
   CHECK_THROWS_WITH(parse_place("testdev:x"), Catch::Contains("bad device id in place 'testdev:x'"));
@@ -152,13 +154,16 @@ TEST_CASE("a place is one word: no blanks, signs or empty parts inside", "[vocab
 }
 
 namespace {
-// Every key of the enumerated space over the place kinds this test knows.
+// Every key over the place kinds this test knows and the registered layouts and libraries.
 std::vector<kernel_key> all_keys(int device = 0) {
   std::vector<kernel_key> keys;
   for (place p : {cpu_place, place::of<test_device>(device)})
     for (data_type d : all_data_types)
-      for (data_layout l : all_data_layouts)
-        for (library_type lib : all_library_types) keys.emplace_back(p, d, l, lib);
+      for (std::size_t l = 0; l < max_layouts; ++l)
+        for (std::size_t b = 0; b < max_libraries; ++b)
+          if (find_layout(layout_id(l)) && find_library(library_id(b)))
+            keys.emplace_back(p, d, data_layout(*find_layout(layout_id(l))),
+                              library_type(*find_library(library_id(b))));
   return keys;
 }
 }  // namespace
@@ -174,19 +179,29 @@ TEST_CASE("every key prints and parses back to itself", "[vocabulary][parse]") {
         kernel_type<cpu, float, layout::nChw8c, library::onednn>::key());
 }
 
-TEST_CASE("ordinals are dense, unique and invert", "[vocabulary][ordinal]") {
+TEST_CASE("ordinals are unique, invert, and lie in the place kind's range", "[vocabulary][ordinal]") {
   const auto keys = all_keys();
+  // The core's 3 layouts and oneDNN's 3; PLAIN, ONEDNN and CUDNN.
+  REQUIRE(keys.size() == 2 * data_type_count * 6 * 3);
   std::set<std::size_t> ordinals;
   for (const kernel_key& key : keys) {
     REQUIRE(key.ordinal() < kernel_key::ordinal_count);
     REQUIRE(ordinals.insert(key.ordinal()).second);
     REQUIRE(kernel_key::from_ordinal(key.ordinal()) == key);
+    // Over the ids each axis reserves: a layout's ordinals do not move when another registers.
+    REQUIRE(key.ordinal() == std::size_t(key.place().kind_id()) * kernel_key::keys_per_place_kind +
+                                 (index_of(key.dtype()) * max_layouts + key.layout().id()) * max_libraries +
+                                 key.library().id());
   }
-  // The keys of one place kind fill a contiguous range: a per-kind table has no holes.
-  const std::size_t per_kind = data_type_count * data_layout_count * library_type_count;
+  const std::size_t per_kind = kernel_key::keys_per_place_kind;
+  CHECK(per_kind == data_type_count * max_layouts * max_libraries);
   CHECK(*ordinals.begin() == 0);
-  CHECK(*std::next(ordinals.begin(), per_kind - 1) == per_kind - 1);
-  CHECK(*std::next(ordinals.begin(), per_kind) == test_device::id * per_kind);
+  CHECK(*std::next(ordinals.begin(), keys.size() / 2) == test_device::id * per_kind);
+  // An id no layout or library has registered does not turn back into a key.
+  CHECK_THROWS_WITH(kernel_key::from_ordinal(max_libraries - 1),
+                    Catch::Contains("library id 15") && Catch::Contains("PLAIN, ONEDNN, CUDNN"));
+  CHECK_THROWS_WITH(kernel_key::from_ordinal((max_layouts - 1) * max_libraries),
+                    Catch::Contains("layout id 31") && Catch::Contains("ANY_LAYOUT, NCHW, NHWC, nChw8c"));
   CHECK(kernel_key::from_ordinal(test_device::id * per_kind, 2).place() == place::of<test_device>(2));
   CHECK_THROWS_WITH(kernel_key::from_ordinal(3 * per_kind),
                     Catch::Contains("place kind id 3") && Catch::Contains("registered: cpu"));
@@ -210,7 +225,7 @@ TEST_CASE(
   CHECK(on0.place().same_kind(on1.place()));
   CHECK(on0 != on0.with_dtype(data_type::float64));
   CHECK(on0 != on0.with_layout(data_layout::any));
-  CHECK(on0 != on0.with_library(library_type::cudnn));
+  CHECK(on0 != on0.with_library(library_type_of<library::cudnn>));
   CHECK(on0 != on0.with_place(cpu_place));
 
   // No two distinct keys collide, so an unordered table needs no collision handling.

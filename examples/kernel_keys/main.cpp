@@ -5,7 +5,9 @@
 //   kernel_keys '{data_type[fp16]; data_layout[nchw8c]; place[gpu:1]; library_type[mkldnn]}'
 #include <boost/mp11/algorithm.hpp>
 #include <cstdio>
+#include <fluidk/devices/cudnn_tags.hpp>
 #include <fluidk/devices/enabled.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/fluidk.hpp>
 #include <string>
 
@@ -38,8 +40,9 @@ void print_overview() {
   };
   for (const kernel_key& key : keys) std::printf("  %5zu: %s\n", key.ordinal(), key.to_string().c_str());
   std::printf(
-      "\n%zu ordinals in the key space (%zu place kinds x %zu data types x %zu layouts x %zu libraries)\n",
-      kernel_key::ordinal_count, max_place_kinds, data_type_count, data_layout_count, library_type_count);
+      "\n%zu ordinals in the key space (%zu place kinds x %zu data types x %zu layout ids x %zu library "
+      "ids)\n",
+      kernel_key::ordinal_count, max_place_kinds, data_type_count, max_layouts, max_libraries);
 }
 
 }  // namespace

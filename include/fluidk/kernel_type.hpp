@@ -20,9 +20,9 @@ namespace fluidk {
 
 class kernel_key {
  public:
-  // Size of the ordinal space: every place kind id times every data type, layout, library.
-  static constexpr std::size_t ordinal_count =
-      max_place_kinds * data_type_count * data_layout_count * library_type_count;
+  // Size of the ordinal space: every place kind id times every data type, layout id and
+  // library id (ids reserved, registered or not).
+  static constexpr std::size_t ordinal_count = max_place_kinds * data_type_count * max_layouts * max_libraries;
 
   constexpr kernel_key() noexcept : in_kind_(ordinal_in_kind(dtype_, layout_, library_)) {}
   constexpr kernel_key(fluidk::place p, data_type d, data_layout l, library_type lib) noexcept
@@ -38,7 +38,9 @@ class kernel_key {
   constexpr kernel_key with_layout(data_layout l) const noexcept { return {place_, dtype_, l, library_}; }
   constexpr kernel_key with_library(library_type l) const noexcept { return {place_, dtype_, layout_, l}; }
 
-  // Dense and unique over the key space, ignoring the device id: usable as a table index.
+  // Unique over the key space, ignoring the device id, and below ordinal_count: a perfect
+  // hash. Dense over the ids each axis reserves (an operator's runtime table is dense over
+  // the registered ones instead: operator_registry.hpp).
   constexpr std::size_t ordinal() const noexcept {
     return std::size_t(place_.kind_id()) * keys_per_place_kind + in_kind_;
   }
@@ -47,25 +49,35 @@ class kernel_key {
   // Kept in the key (computed when it is made): kernel lookup indexes with it on every call.
   constexpr std::size_t ordinal_in_kind() const noexcept { return in_kind_; }
 
-  static constexpr std::size_t keys_per_place_kind = data_type_count * data_layout_count * library_type_count;
+  static constexpr std::size_t keys_per_place_kind = data_type_count * max_layouts * max_libraries;
 
-  // The inverse of ordinal(); the place kind must be known to the runtime.
+  // The inverse of ordinal(); the place kind, layout and library must be known to the runtime.
   static kernel_key from_ordinal(std::size_t ordinal, int device = 0) {
     if (ordinal >= ordinal_count)
       throw error("kernel key ordinal " + std::to_string(ordinal) + " is out of range (below " +
                   std::to_string(ordinal_count) + ")");
-    const auto lib = library_type(ordinal % library_type_count);
-    ordinal /= library_type_count;
-    const auto layout = data_layout(ordinal % data_layout_count);
-    ordinal /= data_layout_count;
+    const std::size_t lib_id = ordinal % max_libraries;
+    ordinal /= max_libraries;
+    const std::size_t layout_id = ordinal % max_layouts;
+    ordinal /= max_layouts;
     const auto dtype = data_type(ordinal % data_type_count);
     const auto kind_id = place_kind_id(ordinal / data_type_count);
+    const library_info* lib = find_library(library_id(lib_id));
+    if (lib == nullptr)
+      throw not_registered("kernel key ordinal names library id " + std::to_string(lib_id) +
+                           ", which no registered library has; registered: " +
+                           detail::library_registry().names());
+    const layout_info* layout = find_layout(fluidk::layout_id(layout_id));
+    if (layout == nullptr)
+      throw not_registered("kernel key ordinal names layout id " + std::to_string(layout_id) +
+                           ", which no registered layout has; registered: " +
+                           detail::layout_registry().names());
     const place_kind_info* kind = detail::place_kind_registry::instance().find(kind_id);
     if (kind == nullptr)
       throw not_registered("kernel key ordinal names place kind id " + std::to_string(kind_id) +
                            ", which no registered place kind has; registered: " +
                            detail::place_kind_registry::instance().names());
-    return {fluidk::place(*kind, device), dtype, layout, lib};
+    return {fluidk::place(*kind, device), dtype, data_layout(*layout), library_type(*lib)};
   }
 
   // A regular value: equal when every field is, the device id included.
@@ -98,15 +110,14 @@ class kernel_key {
 
  private:
   static constexpr std::uint16_t ordinal_in_kind(data_type d, data_layout l, library_type lib) noexcept {
-    return std::uint16_t((std::size_t(index_of(d)) * data_layout_count + index_of(l)) * library_type_count +
-                         index_of(lib));
+    return std::uint16_t((std::size_t(index_of(d)) * max_layouts + l.id()) * max_libraries + lib.id());
   }
   static_assert(keys_per_place_kind <= 0xffff);
 
   fluidk::place place_{};
   data_type dtype_ = data_type::float32;
-  data_layout layout_ = data_layout::any;
-  library_type library_ = library_type::plain;
+  data_layout layout_{};
+  library_type library_{};
   std::uint16_t in_kind_;  // ordinal_in_kind(dtype_, layout_, library_), in what would be padding
 };
 
@@ -123,12 +134,11 @@ struct kernel_type {
       "fluidk: kernel_type<Place, DType, Layout, Library>: the data type is not one of float, double, "
       "float16, bfloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool");
   static_assert(Layout<L>,
-                "fluidk: kernel_type<Place, DType, Layout, Library>: the layout is not a layout tag (one of "
-                "fluidk::layout::any, nchw, nhwc, nChw8c, nChw16c, nc)");
-  static_assert(
-      Library<Lib>,
-      "fluidk: kernel_type<Place, DType, Layout, Library>: the library is not a library tag (one of "
-      "fluidk::library::plain, onednn, cudnn)");
+                "fluidk: kernel_type<Place, DType, Layout, Library>: the layout is not a layout tag (such as "
+                "fluidk::layout::nchw, or one declaring `using layout_tag = itself;`)");
+  static_assert(Library<Lib>,
+                "fluidk: kernel_type<Place, DType, Layout, Library>: the library is not a library tag (such "
+                "as fluidk::library::plain, or one declaring `using library_tag = itself;`)");
   static constexpr bool valid = Place<P> && DType<D> && Layout<L> && Library<Lib>;
 
   using place_t = P;
@@ -138,7 +148,7 @@ struct kernel_type {
 
   static constexpr kernel_key key(int device = 0) noexcept {
     if constexpr (valid)
-      return {place::of<P>(device), data_type_of<D>, L::value, Lib::value};
+      return {place::of<P>(device), data_type_of<D>, data_layout_of<L>, library_type_of<Lib>};
     else
       return {};
   }

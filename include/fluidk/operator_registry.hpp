@@ -1,6 +1,6 @@
 // The runtime registry of operators, with no Hana: per operator, its slots, its rules (as
 // the constexpr functions of kernel_choice.hpp read them), its kernels as type-erased entries
-// and a dense table, indexed by the expected key's ordinal, that memoises rule 2 for both
+// and a dense table, indexed by the expected key's fields, that memoises rule 2 for both
 // fallback policies; the registry finds operators by name without a lock, keeps the global
 // fallback policy and reports fallbacks once per operator and key. register_operator<Op>()
 // (fluidk/runtime_dispatch.hpp) fills it from an operator's declaration; the executor and
@@ -106,16 +106,23 @@ class operator_info {
 
   // Rule 2 of kernel_choice.hpp (choose_registered_kernel) for an expected key and policy:
   // the index of the kernel in kernels(), selection_rules::none when there is none, and
-  // whether that was a fallback. Memoised per place kind in a dense table: after the first
-  // call for a kind, an atomic load and two reads.
+  // whether that was a fallback. Memoised per place kind in a dense table over the data types
+  // and the layouts and libraries registered when it was built: after the first call for a
+  // kind, an atomic load, a bounds check and two reads.
   struct match {
     std::size_t index;
     bool fell_back;
   };
   match lookup(const kernel_key& expected, fallback_policy policy) const {
     const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
-    if (sub == nullptr) sub = &build_table(expected.place().kind());
-    const table_entry& e = (*sub)[expected.ordinal_in_kind()];
+    if (sub == nullptr) [[unlikely]]
+      sub = &build_table(expected.place().kind(), nullptr);
+    const std::size_t l = expected.layout().id(), b = expected.library().id();
+    if (l >= sub->layouts || b >= sub->libraries) [[unlikely]]
+      return lookup_outside(expected, policy, sub);
+    const table_entry& e = sub->entries[(index_of(expected.dtype()) * sub->layouts + l) * sub->libraries + b];
+    if (e.strict == unknown) [[unlikely]]
+      return choose(expected, policy);
     const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
     return {i == no_entry ? selection_rules::none : std::size_t(i), e.strict == no_entry && i != no_entry};
   }
@@ -134,30 +141,69 @@ class operator_info {
 
  private:
   static constexpr std::uint16_t no_entry = 0xffff;
+  static constexpr std::uint16_t unknown = 0xfffe;  // an id no layout or library had at the build
   struct table_entry {
     std::uint16_t strict = no_entry;             // fallback_policy::none
     std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
   };
-  using subtable = std::array<table_entry, kernel_key::keys_per_place_kind>;
+  // The table of one place kind: data types x registered layout ids x registered library ids.
+  struct subtable {
+    std::size_t layouts = 0, libraries = 0;
+    std::unique_ptr<table_entry[]> entries;
+  };
 
-  // Fills the table of one place kind by asking rule 2 for every key of that kind.
-  const subtable& build_table(const place_kind_info& kind) const {
+  match choose(const kernel_key& expected, fallback_policy policy) const {
+    const std::size_t strict = choose_registered_kernel(rules_.keys, expected, fallback_policy::none).index;
+    const std::size_t i =
+        policy == fallback_policy::cpu ? choose_registered_kernel(rules_.keys, expected, policy).index : strict;
+    return {i, strict == selection_rules::none && i != selection_rules::none};
+  }
+
+  // A key whose layout or library lies beyond the table: one registered after the table was
+  // built (the table is rebuilt to take it in) or one never registered (chosen directly).
+  match lookup_outside(const kernel_key& expected, fallback_policy policy, const subtable* seen) const {
+    const subtable& sub = build_table(expected.place().kind(), seen);
+    if (expected.layout().id() < sub.layouts && expected.library().id() < sub.libraries)
+      return lookup(expected, policy);
+    return choose(expected, policy);
+  }
+
+  // Fills the table of one place kind by asking rule 2 for every key of that kind, over the
+  // layouts and libraries registered now. Rebuilds it when `stale` is the one in place and
+  // more have been registered since; a replaced table is kept until the operator goes, as
+  // lookups may still read it.
+  const subtable& build_table(const place_kind_info& kind, const subtable* stale) const {
     const std::lock_guard lock(table_mutex_);
     std::atomic<const subtable*>& slot = tables_[kind.id];
-    if (const subtable* built = slot.load(std::memory_order_acquire)) return *built;
-    static_assert(kernel_key::ordinal_count == max_place_kinds * kernel_key::keys_per_place_kind);
+    const subtable* built = slot.load(std::memory_order_acquire);
+    const auto& layouts = detail::layout_registry();
+    const auto& libraries = detail::library_registry();
+    if (built != nullptr &&
+        (built != stale || (built->layouts >= layouts.extent() && built->libraries >= libraries.extent())))
+      return *built;
     auto sub = std::make_unique<subtable>();
+    sub->layouts = layouts.extent();
+    sub->libraries = libraries.extent();
+    sub->entries = std::make_unique<table_entry[]>(data_type_count * sub->layouts * sub->libraries);
     const place where(kind, 0);
+    table_entry* e = sub->entries.get();
     for (std::size_t d = 0; d < data_type_count; ++d)
-      for (std::size_t l = 0; l < data_layout_count; ++l)
-        for (std::size_t b = 0; b < library_type_count; ++b) {
-          const kernel_key key(where, data_type(d), data_layout(l), library_type(b));
+      for (std::size_t l = 0; l < sub->layouts; ++l)
+        for (std::size_t b = 0; b < sub->libraries; ++b, ++e) {
+          const layout_info* layout = layouts.find(l);
+          const library_info* library = libraries.find(b);
+          if (layout == nullptr || library == nullptr) {
+            *e = {unknown, unknown};
+            continue;
+          }
+          const kernel_key key(where, data_type(d), data_layout(*layout), library_type(*library));
           auto index = [&](fallback_policy policy) {
             const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
             return i == selection_rules::none ? no_entry : std::uint16_t(i);
           };
-          (*sub)[key.ordinal_in_kind()] = {index(fallback_policy::none), index(fallback_policy::cpu)};
+          *e = {index(fallback_policy::none), index(fallback_policy::cpu)};
         }
+    if (built != nullptr) retired_.emplace_back(built);
     slot.store(sub.get(), std::memory_order_release);
     return *sub.release();
   }
@@ -172,6 +218,7 @@ class operator_info {
   std::vector<kernel_entry> entries_;
   mutable std::mutex table_mutex_;
   mutable std::array<std::atomic<const subtable*>, max_place_kinds> tables_{};
+  mutable std::vector<std::unique_ptr<const subtable>> retired_;
 };
 
 // The operators known at run time, each registered once with register_operator<Op>().

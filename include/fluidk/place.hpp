@@ -9,11 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <string_view>
 
+#include "fluidk/detail/tag_registry.hpp"
 #include "fluidk/detail/text.hpp"
 #include "fluidk/error.hpp"
 
@@ -64,78 +64,31 @@ struct place_kind_info {
 
 namespace detail {
 template <class P>
-constexpr std::size_t alias_count_of() {
-  if constexpr (requires { P::aliases.size(); })
-    return P::aliases.size();
-  else
-    return 0;
-}
-template <class P>
-constexpr const std::string_view* aliases_of() {
-  if constexpr (requires { P::aliases.data(); })
-    return P::aliases.data();
-  else
-    return nullptr;
-}
-
-template <class P>
 inline constexpr place_kind_info place_info{
     P::id, P::name, P::has_device_id, P::host_accessible, aliases_of<P>(), alias_count_of<P>()};
 
-// The kinds known at run time, for parsing and for turning ordinals back into keys.
+// The kinds known at run time, for parsing and for turning ordinals back into keys. A
+// registration error kept from static initialisation is thrown by the first lookup.
 class place_kind_registry {
  public:
   static place_kind_registry& instance() {
     static place_kind_registry registry;
     return registry;
   }
-
-  void add(const place_kind_info& info) {
-    const std::lock_guard lock(mutex_);
-    const place_kind_info*& slot = kinds_[info.id];
-    if (slot == nullptr || slot->name == info.name) {
-      slot = &info;
-      return;
-    }
-    throw registration_error("place kind '" + std::string(info.name) + "' declares id " +
-                             std::to_string(info.id) + ", which place kind '" + std::string(slot->name) +
-                             "' already uses; give it an unused id below " + std::to_string(max_place_kinds));
-  }
-
+  void add(const place_kind_info& info) { kinds_.add(info); }
   const place_kind_info* find(place_kind_id id) const {
     startup_errors::instance().check();
-    const std::lock_guard lock(mutex_);
-    return id < max_place_kinds ? kinds_[id] : nullptr;
+    return kinds_.find(id);
   }
-
   const place_kind_info* find(std::string_view word) const {
     startup_errors::instance().check();
-    const std::lock_guard lock(mutex_);
-    for (const place_kind_info* kind : kinds_) {
-      if (kind == nullptr) continue;
-      if (iequals(kind->name, word)) return kind;
-      for (std::size_t i = 0; i < kind->alias_count; ++i)
-        if (iequals(kind->aliases[i], word)) return kind;
-    }
-    return nullptr;
+    return kinds_.find(word);
   }
-
-  std::string names() const {
-    const std::lock_guard lock(mutex_);
-    std::string out;
-    for (const place_kind_info* kind : kinds_) {
-      if (kind == nullptr) continue;
-      if (!out.empty()) out += ", ";
-      out += kind->name;
-    }
-    return out;
-  }
+  std::string names() const { return kinds_.names(); }
 
  private:
-  place_kind_registry() { kinds_[cpu::id] = &place_info<cpu>; }
-
-  mutable std::mutex mutex_;
-  std::array<const place_kind_info*, max_place_kinds> kinds_{};
+  place_kind_registry() : kinds_("place kind", {&place_info<cpu>}) {}
+  tag_registry<place_kind_info, max_place_kinds> kinds_;
 };
 
 template <class P>

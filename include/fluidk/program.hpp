@@ -8,7 +8,8 @@
 // validates an operator against the registry (fluidk/operator_registry.hpp) before it changes
 // anything: the operator is registered, every slot it is given is one the operator
 // declares, every input variable is declared, and the attributes dispatch reads have their
-// kinds (op_device a string; use_onednn, use_mkldnn, use_cudnn bools). Then it declares the
+// kinds (op_device a string; the registered libraries' request attributes, such as
+// use_cudnn, bools). Then it declares the
 // outputs that no visible block has (in its own block) and runs the operator's InferVarType
 // (registered with the operator as `static void infer_var_type(const OpDesc&, BlockDesc&)`;
 // default: every output a dense LoDTensor), which sets the kinds and data types of the

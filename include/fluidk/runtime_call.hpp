@@ -35,12 +35,15 @@ inline std::optional<place> op_device_of(const attribute_map& attrs) {
   return std::nullopt;
 }
 
-// The library configuration asks for: use_onednn (or Fluid's use_mkldnn), use_cudnn, else
-// plain. `op` names the operator in the error for an attribute of the wrong kind.
-inline library_type library_of(const attribute_map& attrs, std::string_view op) {
-  if (attrs.get_or<bool>("use_onednn", false, op) || attrs.get_or<bool>("use_mkldnn", false, op))
-    return library_type::onednn;
-  if (attrs.get_or<bool>("use_cudnn", false, op)) return library_type::cudnn;
+// The library a call's attributes ask for: the registered library of lowest id with one of
+// its request attributes true (use_onednn or Fluid's use_mkldnn, use_cudnn, a user library's
+// own), else plain. `op` names the operator in the error for an attribute of the wrong kind.
+inline library_type requested_library(const attribute_map& attrs, std::string_view op) {
+  const auto& registry = detail::library_registry();
+  for (std::size_t id = 0, n = registry.extent(); id < n; ++id)
+    if (const library_info* info = registry.find(id))
+      for (std::size_t i = 0; i < info->request_attribute_count; ++i)
+        if (attrs.get_or<bool>(info->request_attributes[i], false, op)) return library_type(*info);
   return library_type::plain;
 }
 
@@ -51,7 +54,7 @@ inline selection_request request_of(const operator_info& op, const place& execut
   selection_request r;
   r.executor_place = executor_place;
   r.forced_place = op_device_of(attrs);
-  r.library = library_of(attrs, op.name());
+  r.library = requested_library(attrs, op.name());
   r.attribute_dtype = attribute_data_type(attrs, op.data_type_attribute(), op.name());
   return r;
 }

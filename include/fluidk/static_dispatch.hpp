@@ -122,7 +122,7 @@ template <class Target, class Dt>
 constexpr selection_request static_request() noexcept {
   selection_request r;
   r.executor_place = place::of<typename Target::place_t>(0);
-  r.library = Target::library_t::value;
+  r.library = library_type_of<typename Target::library_t>;
   if constexpr (!std::is_void_v<Dt>) r.attribute_dtype = data_type_of<Dt>;
   r.policy = Target::fallback_t::value;
   return r;
@@ -135,9 +135,16 @@ constexpr selection static_select() noexcept {
   return select_kernel(rules_of<Op>, static_inputs<In...>::value, static_request<Target, Dt>());
 }
 
-// The tag type of a layout value.
-template <data_layout L>
-using layout_tag = boost::mp11::mp_at_c<layouts, index_of(L)>;
+// The layout of an input's type; ANY_LAYOUT for no_input.
+template <class In>
+struct input_layout {
+  using type = layout::any;
+};
+template <class In>
+requires requires { typename In::layout_t; }
+struct input_layout<In> {
+  using type = typename In::layout_t;
+};
 
 // The kernel type of the key a chosen index names; void for none.
 template <class Op, std::size_t Index>
@@ -191,7 +198,9 @@ template <class Op, class Kernel, std::size_t Slot, class In>
 struct static_input_plan {
   static constexpr kernel_key from = static_input_key<In>();
   static constexpr kernel_key to = input_target_key(rules_of<Op>, Slot, from, Kernel::key());
-  using target = kernel_type<typename Kernel::place_t, type_of<to.dtype()>, layout_tag<to.layout()>>;
+  using target = kernel_type<typename Kernel::place_t, type_of<to.dtype()>,
+                             typename layout_type_of<to.layout().id(), typename In::layout_t,
+                                                     typename Kernel::layout_t>::type>;
   static constexpr bool pass_through =
       rules_of<Op>.exempt(Slot) || (!needs_transform(from, to) && !Kernel::place_t::has_device_id);
 };
@@ -343,7 +352,9 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
     (void)sizeof(detail::no_kernel<
                  Op,
                  kernel_type<where, type_of<chosen.expected.key.dtype()>,
-                             detail::layout_tag<chosen.expected.key.layout()>, typename Target::library_t>,
+                             typename detail::layout_type_of<chosen.expected.key.layout().id(), layout::any,
+                                                             typename detail::input_layout<In>::type...>::type,
+                             typename Target::library_t>,
                  kernel_keys_of<Op>>);
   } else if constexpr (status == selection_status::chosen) {
     using key = typename detail::chosen_type<Op, chosen.index>::type;

@@ -22,7 +22,7 @@ class typed_tensor {
 
   // Allocates on device `device` of kind P.
   explicit typed_tensor(const fluidk::dims& shape, int device = 0)
-      : tensor_(shape, data_type_of<T>, place::of<P>(device), L::value) {}
+      : tensor_(shape, data_type_of<T>, place::of<P>(device), data_layout_of<L>) {}
 
   // Checked: the tensor must be of kind P, hold T and be in layout L.
   explicit typed_tensor(Tensor tensor) : tensor_(std::move(tensor)) { check(tensor_); }
@@ -60,7 +60,7 @@ class typed_tensor {
     const char* what = !t.initialized()               ? "it holds no data"
                        : t.place().kind_id() != P::id ? "the place kind differs"
                        : t.dtype() != data_type_of<T> ? "the data type differs"
-                       : t.layout() != L::value       ? "the layout differs"
+                       : t.layout() != data_layout_of<L>       ? "the layout differs"
                                                       : nullptr;
     if (what != nullptr) fail(t, what);
   }
@@ -72,7 +72,7 @@ class typed_tensor {
   // Out of line and cold: the error text is built only when it is thrown.
   [[noreturn, gnu::cold, gnu::noinline]] static void fail(const Tensor& t, const char* what) {
     throw error(t.describe() + " is not a typed_tensor<" + std::string(P::name) + ", " +
-                std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(L::value)) + ">: " + what);
+                std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(data_layout_of<L>)) + ">: " + what);
   }
 
   Tensor tensor_;

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <fluidk/devices/onednn_tags.hpp>
+#include <fluidk/devices/cudnn_tags.hpp>
 #include <fluidk/bfloat16.hpp>
 #include <fluidk/float16.hpp>
 #include <fluidk/transforms/runtime.hpp>
@@ -38,16 +40,16 @@ int needed_rank(data_layout l) {
   switch (l) {
     case data_layout::any:
       return 0;
-    case data_layout::nc:
+    case data_layout_of<layout::nc>:
       return 2;
     default:
       return 4;
   }
 }
-int block(data_layout l) { return l == data_layout::nChw8c ? 8 : l == data_layout::nChw16c ? 16 : 1; }
+int block(data_layout l) { return l == data_layout_of<layout::nChw8c> ? 8 : l == data_layout_of<layout::nChw16c> ? 16 : 1; }
 bool cpu_reorders(data_layout l) {
-  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c ||
-         l == data_layout::nChw16c;
+  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout_of<layout::nChw8c> ||
+         l == data_layout_of<layout::nChw16c>;
 }
 
 // docs/transforms.md: a target of ANY_LAYOUT takes plain data as it is and unblocks blocked
@@ -59,7 +61,7 @@ data_layout target_layout(data_layout from, data_layout to) {
 }
 data_layout source_layout(data_layout from, data_layout target) {
   if (from != data_layout::any || target == data_layout::any) return from;
-  return target == data_layout::nc ? data_layout::nc : data_layout::nchw;
+  return target == data_layout_of<layout::nc> ? data_layout_of<layout::nc> : data_layout::nchw;
 }
 
 // Elements a tensor of `shape` occupies in `layout`, channels padded to the block.
@@ -200,9 +202,9 @@ constexpr std::array<data_type, 10> data_types{
     data_type::float32, data_type::float64, data_type::float16, data_type::bfloat16, data_type::int8,
     data_type::uint8,   data_type::int16,   data_type::int32,   data_type::int64,    data_type::boolean};
 constexpr std::array<data_layout, 6> layouts{data_layout::any,    data_layout::nchw,    data_layout::nhwc,
-                                             data_layout::nChw8c, data_layout::nChw16c, data_layout::nc};
+                                             data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>, data_layout_of<layout::nc>};
 constexpr std::array<fluidk::library_type, 3> libraries{
-    fluidk::library_type::plain, fluidk::library_type::onednn, fluidk::library_type::cudnn};
+    fluidk::library_type::plain, fluidk::library_type_of<library::onednn>, fluidk::library_type_of<library::cudnn>};
 
 }  // namespace
 

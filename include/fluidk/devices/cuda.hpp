@@ -23,6 +23,7 @@
 
 #include "fluidk/device.hpp"
 #include "fluidk/devices/cpu.hpp"
+#include "fluidk/devices/cudnn_tags.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/place.hpp"
 

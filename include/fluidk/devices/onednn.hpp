@@ -1,5 +1,6 @@
 // oneDNN: a compute library on the CPU place (not a place of its own). Gives kernels an
-// engine and a stream, and describes fluidk tensors to oneDNN as memory objects. Needs
+// engine and a stream, and describes fluidk tensors to oneDNN as memory objects; its library
+// tag and layouts are in fluidk/devices/onednn_tags.hpp, included here. Needs
 // FLUIDK_HAS_ONEDNN, which Meson's fluidk_onednn_dep defines.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <dnnl.hpp>
 #include <string>
 
+#include "fluidk/devices/onednn_tags.hpp"
 #include "fluidk/tensor.hpp"
 
 namespace fluidk {
@@ -57,20 +59,12 @@ inline dnnl::memory::data_type onednn_data_type(data_type d) {
 }
 
 inline dnnl::memory::format_tag onednn_format(data_layout l) {
-  switch (l) {
-    case data_layout::nchw:
-      return dnnl::memory::format_tag::nchw;
-    case data_layout::nhwc:
-      return dnnl::memory::format_tag::nhwc;
-    case data_layout::nChw8c:
-      return dnnl::memory::format_tag::nChw8c;
-    case data_layout::nChw16c:
-      return dnnl::memory::format_tag::nChw16c;
-    case data_layout::nc:
-      return dnnl::memory::format_tag::nc;
-    case data_layout::any:
-      break;
-  }
+  using tag = dnnl::memory::format_tag;
+  if (l == data_layout::nchw) return tag::nchw;
+  if (l == data_layout::nhwc) return tag::nhwc;
+  if (l == data_layout_of<layout::nChw8c>) return tag::nChw8c;
+  if (l == data_layout_of<layout::nChw16c>) return tag::nChw16c;
+  if (l == data_layout_of<layout::nc>) return tag::nc;
   throw error("layout " + std::string(name_of(l)) +
               " has no oneDNN format; give the tensor a concrete layout");
 }

@@ -7,8 +7,8 @@
 // order); an operator sees the variables of its block and of the enclosing blocks. append_op
 // validates an operator against the registry before it changes anything: the operator is
 // registered, every slot it is given is one the operator declares, every input variable is
-// declared, and the attributes dispatch reads have their kinds (op_device a string;
-// use_onednn, use_mkldnn, use_cudnn bools). Then it declares the outputs that no visible block
+// declared, and the attributes dispatch reads have their kinds (op_device a string; the
+// registered libraries' request attributes, such as use_cudnn, bools). Then it declares the outputs that no visible block
 // has (in its own block) and runs the operator's InferVarType (registered with the operator as
 // `static void infer_var_type(const OpDesc&, BlockDesc&)`; default: every output a dense
 // LoDTensor), which sets the kinds and data types of the outputs and may reject the operator
@@ -401,8 +401,10 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
   check_slots(op.outputs(), info->outputs(), "output");
   // The attributes dispatch reads for every operator (expected_kernel_key) have a fixed kind.
   (void)op.attr_or<std::string>("op_device", {});
-  for (const std::string_view flag : {"use_onednn", "use_mkldnn", "use_cudnn"})
-    (void)op.attr_or<bool>(flag, false);
+  for_each_library([&](const library_info& library) {
+    for (std::size_t i = 0; i < library.request_attribute_count; ++i)
+      (void)op.attr_or<bool>(library.request_attributes[i], false);
+  });
   for (const auto& [slot, names] : op.inputs())
     for (const std::string& name : names)
       if (find_var_recursive(name) == nullptr)

@@ -1,4 +1,5 @@
-// The CPU's transforms: layout changes among NCHW, NHWC, nChw8c and nChw16c, casts between
+// The CPU's transforms: layout changes among NCHW, NHWC, nChw8c and nChw16c (oneDNN's
+// blocked layouts, declared in fluidk/devices/onednn_tags.hpp, which needs no oneDNN), casts between
 // every pair of data types, and both fused in one pass, declared as trait specialisations
 // for the static path and registered in the runtime table for the runtime path (on the
 // runtime planner's first use).
@@ -13,9 +14,13 @@
 namespace fluidk {
 
 namespace detail {
+// The layouts the CPU kernels know: the core's NCHW and NHWC and oneDNN's blocked ones.
+inline constexpr data_layout cpu_layouts[] = {data_layout::nchw, data_layout::nhwc,
+                                              data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
 constexpr bool cpu_reorders(data_layout l) noexcept {
-  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c ||
-         l == data_layout::nChw16c;
+  for (const data_layout known : cpu_layouts)
+    if (l == known) return true;
+  return false;
 }
 // The layout pairs the CPU kernels transform directly.
 constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
@@ -40,7 +45,7 @@ inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
 }  // namespace detail
 
 template <Layout From, Layout To>
-requires(detail::cpu_reorderable(From::value, To::value)) struct layout_transform<cpu, From, To> {
+requires(detail::cpu_reorderable(data_layout_of<From>, data_layout_of<To>)) struct layout_transform<cpu, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder(src, dst); }
 };
 
@@ -50,7 +55,7 @@ requires(!std::is_same_v<From, To>) struct cast_transform<cpu, From, To> {
 };
 
 template <Layout FromLayout, Layout ToLayout, DType From, DType To>
-requires(detail::cpu_reorderable(FromLayout::value, ToLayout::value) &&
+requires(detail::cpu_reorderable(data_layout_of<FromLayout>, data_layout_of<ToLayout>) &&
          !std::is_same_v<From, To>) struct fused_transform<cpu, FromLayout, ToLayout, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder_cast(src, dst); }
 };
@@ -61,8 +66,8 @@ namespace detail {
 // loops rather than by instantiating thousands of templates in every translation unit.
 inline bool register_cpu_transforms() {
   auto& registry = transform_registry::instance();
-  for (data_layout a : all_data_layouts)
-    for (data_layout b : all_data_layouts)
+  for (data_layout a : cpu_layouts)
+    for (data_layout b : cpu_layouts)
       if (cpu_reorderable(a, b)) {
         registry.add(planning::step_kind::layout, cpu::id, a, b, data_type::float32, data_type::float32,
                      &cpu_reorder);

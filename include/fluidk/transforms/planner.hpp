@@ -93,20 +93,20 @@ struct request {
   data_layout from_layout, to_layout;
 };
 
-constexpr bool is_blocked(data_layout l) noexcept { return block_of(l) != 1; }
+constexpr bool is_blocked(data_layout l) noexcept { return l.blocked(); }
 
-// What a target of ANY_LAYOUT accepts: every plain layout as it is; blocked data must be
-// unblocked first, since a kernel declared for any layout indexes plain memory (Fluid did
-// the same for oneDNN's layout).
+// What a target of ANY_LAYOUT accepts: every unblocked layout as it is; blocked data must be
+// unblocked first, to its plain layout, since a kernel declared for any layout indexes
+// unblocked memory (Fluid did the same for oneDNN's layout).
 constexpr data_layout effective_target_layout(data_layout from, data_layout to) noexcept {
-  return to == data_layout::any && is_blocked(from) ? data_layout::nchw : to;
+  return to == data_layout::any && from.blocked() ? from.plain() : to;
 }
 
-// What a source of ANY_LAYOUT means: plain row-major data, which for a 4-D target is NCHW's
-// order and for a 2-D target NC's. Relabelling it costs nothing.
+// What a source of ANY_LAYOUT means: the logical order row-major, which is the plain layout
+// of the target's rank (NCHW for NHWC and nChw8c, NC for NC). Relabelling it costs nothing.
 constexpr data_layout effective_source_layout(data_layout from, data_layout to) noexcept {
   if (from != data_layout::any || to == data_layout::any) return from;
-  return to == data_layout::nc ? data_layout::nc : data_layout::nchw;
+  return to.plain();
 }
 
 struct problem {
@@ -127,7 +127,8 @@ constexpr problem make_problem(const request& r) {
   p.from.layout = std::uint8_t(p.s.add_layout(from_layout));
   p.any_layout_target = to_layout == data_layout::any;
   p.to.layout = std::uint8_t(p.s.add_layout(p.any_layout_target ? from_layout : to_layout));
-  if (from_layout != data_layout::any && from_layout != data_layout::nc) p.s.add_layout(data_layout::nchw);
+  // The plain layout of the source's rank, through which two layouts with no direct step meet.
+  if (from_layout != data_layout::any) p.s.add_layout(from_layout.plain());
   return p;
 }
 

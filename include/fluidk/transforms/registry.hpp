@@ -47,8 +47,7 @@ class transform_registry {
                            data_type d, data_type e) {
     if (kind == planning::step_kind::layout) d = e = data_type::float32;
     if (kind == planning::step_kind::cast) a = b = data_layout::any;
-    return ((((std::uint32_t(kind) * max_place_kinds + p) * data_layout_count + index_of(a)) *
-                 data_layout_count +
+    return ((((std::uint32_t(kind) * max_place_kinds + p) * max_layouts + index_of(a)) * max_layouts +
              index_of(b)) *
                 data_type_count +
             index_of(d)) *
@@ -69,8 +68,9 @@ bool register_layout_transform() {
   static_assert(
       HasLayoutTransform<P, FromLayout, ToLayout>,
       "fluidk: register_layout_transform: no layout_transform<P, From, To> specialisation to register");
-  detail::transform_registry::instance().add(detail::planning::step_kind::layout, P::id, FromLayout::value,
-                                             ToLayout::value, data_type::float32, data_type::float32,
+  detail::transform_registry::instance().add(detail::planning::step_kind::layout, P::id,
+                                             data_layout_of<FromLayout>, data_layout_of<ToLayout>,
+                                             data_type::float32, data_type::float32,
                                              &layout_transform<P, FromLayout, ToLayout>::run);
   return true;
 }
@@ -89,8 +89,9 @@ template <class P, class FromLayout, class ToLayout, class From, class To>
 bool register_fused_transform() {
   static_assert(HasFusedTransform<P, FromLayout, ToLayout, From, To>,
                 "fluidk: register_fused_transform: no fused_transform<P, ...> specialisation to register");
-  detail::transform_registry::instance().add(detail::planning::step_kind::fused, P::id, FromLayout::value,
-                                             ToLayout::value, data_type_of<From>, data_type_of<To>,
+  detail::transform_registry::instance().add(detail::planning::step_kind::fused, P::id,
+                                             data_layout_of<FromLayout>, data_layout_of<ToLayout>,
+                                             data_type_of<From>, data_type_of<To>,
                                              &fused_transform<P, FromLayout, ToLayout, From, To>::run);
   return true;
 }

@@ -52,7 +52,7 @@ struct static_planner {
 
   static constexpr problem the_problem =
       make_problem({place::of<from_place>(), place::of<to_place>(), data_type_of<typename From::dtype_t>,
-                    data_type_of<typename To::dtype_t>, From::layout_t::value, To::layout_t::value});
+                    data_type_of<typename To::dtype_t>, data_layout_of<typename From::layout_t>, data_layout_of<typename To::layout_t>});
 
   template <std::size_t P>
   static constexpr std::size_t place_type_index() {
@@ -64,7 +64,9 @@ struct static_planner {
   template <std::size_t D>
   using dtype_at = type_of<the_problem.s.dtypes[D]>;
   template <std::size_t L>
-  using layout_at = boost::mp11::mp_at_c<layouts, index_of(the_problem.s.layouts[L])>;
+  using layout_at =
+      typename layout_type_of<the_problem.s.layouts[L].id(), typename From::layout_t, typename To::layout_t,
+                              plain_layout_t<typename From::layout_t>, plain_layout_t<typename To::layout_t>>::type;
 
   // Edge tables over the candidate indices, filled from the trait specialisations.
   struct tables {
@@ -191,16 +193,16 @@ Tensor allocate_step_output(const Tensor& src, int final_device) {
                      : std::is_same_v<typename to::place_t, FinalPlace> ? final_device
                                                                         : 0;
   return Tensor(src.dims(), data_type_of<typename to::dtype_t>, place::of<typename to::place_t>(device),
-                to::layout_t::value);
+                data_layout_of<typename to::layout_t>);
 }
 }  // namespace detail
 
 // The layout a transform to kernel type To leaves a tensor of layout L in: To's layout,
-// or for a target of ANY_LAYOUT, L itself, unblocked to NCHW if it was blocked.
+// or for a target of ANY_LAYOUT, L itself, unblocked to its plain layout if it was blocked.
 template <class To, class L>
 using transform_result_layout =
     std::conditional_t<!std::is_same_v<typename To::layout_t, layout::any>, typename To::layout_t,
-                       std::conditional_t<detail::planning::is_blocked(L::value), layout::nchw, L>>;
+                       std::conditional_t<data_layout_of<L>.blocked(), plain_layout_t<L>, L>>;
 
 // Applies the static chain to a tensor whose kernel type is From; the result has kernel
 // type To on device `device`. The source is never written; with nothing to change, the
@@ -212,12 +214,12 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
   using result_type = typed_tensor<to_place, typename To::dtype_t, transform_result_layout<To, L>>;
   using steps = transform_chain<kernel_type<P, T, L>, To>;
   constexpr data_layout start = detail::planning::effective_source_layout(
-      L::value, detail::planning::effective_target_layout(L::value, To::layout_t::value));
-  if constexpr (boost::mp11::mp_empty<steps>::value && start == L::value && !to_place::has_device_id) {
+      data_layout_of<L>, detail::planning::effective_target_layout(data_layout_of<L>, data_layout_of<typename To::layout_t>));
+  if constexpr (boost::mp11::mp_empty<steps>::value && start == data_layout_of<L> && !to_place::has_device_id) {
     return result_type::unchecked(src.tensor());  // nothing to do, and nothing to check at run time
   } else {
     Tensor current = src.tensor();
-    if constexpr (start != L::value) current.set_layout(start);  // ANY_LAYOUT read as NCHW or NC
+    if constexpr (start != data_layout_of<L>) current.set_layout(start);  // ANY_LAYOUT read as NCHW or NC
     boost::mp11::mp_for_each<steps>([&](auto step) {
       using Step = decltype(step);
       Tensor next = detail::allocate_step_output<Step, to_place>(current, device);

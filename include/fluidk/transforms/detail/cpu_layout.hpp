@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fluidk/devices/onednn_tags.hpp"
 #include "fluidk/layout.hpp"
 #include "fluidk/transforms/detail/cpu_convert.hpp"
 
@@ -97,31 +98,26 @@ struct layout_side {
 };
 
 inline bool is_4d_layout(data_layout l) noexcept {
-  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout::nChw8c ||
-         l == data_layout::nChw16c;
+  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout_of<layout::nChw8c> ||
+         l == data_layout_of<layout::nChw16c>;
 }
 
 inline layout_side side_of(data_layout l, std::int64_t c, std::int64_t hw) noexcept {
   layout_side s;
   s.hw = hw;
-  switch (l) {
-    case data_layout::nhwc:
-      s.kind = side_kind::channels_last;
-      s.n_stride = c * hw;
-      s.ps = c;
-      break;
-    case data_layout::nChw8c:
-    case data_layout::nChw16c:
-      s.kind = side_kind::blocked;
-      s.block = block_of(l);
-      s.n_stride = (c + s.block - 1) / s.block * s.block * hw;
-      s.ps = s.block;
-      break;
-    default:
-      s.kind = side_kind::planar;
-      s.n_stride = c * hw;
-      s.cs = hw;
-      break;
+  if (l == data_layout::nhwc) {
+    s.kind = side_kind::channels_last;
+    s.n_stride = c * hw;
+    s.ps = c;
+  } else if (l == data_layout_of<layout::nChw8c> || l == data_layout_of<layout::nChw16c>) {
+    s.kind = side_kind::blocked;
+    s.block = l.block_size();
+    s.n_stride = (c + s.block - 1) / s.block * s.block * hw;
+    s.ps = s.block;
+  } else {
+    s.kind = side_kind::planar;
+    s.n_stride = c * hw;
+    s.cs = hw;
   }
   return s;
 }
