@@ -18,8 +18,8 @@
 #include <boost/hana/second.hpp>
 #include <cstdlib>
 #include <cstring>
-#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/devices/cudnn_tags.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <functional>

@@ -209,8 +209,8 @@ const std::vector<entry>& entries() {
       {"fused_nChw8c_f32_to_nchw_f16/sequential",
        [](auto& s, auto& b, int t) {
          timed(s, t, b.nChw8c.storage_bytes() + b.nchw_f16.storage_bytes(), [&] {
-           kernels::reorder(bytes_of(b.nChw8c), data_layout_of<layout::nChw8c>, bytes_of(b.scratch), data_layout::nchw,
-                            b.nChw8c.dims(), 4, t);
+           kernels::reorder(bytes_of(b.nChw8c), data_layout_of<layout::nChw8c>, bytes_of(b.scratch),
+                            data_layout::nchw, b.nChw8c.dims(), 4, t);
            kernels::cast(bytes_of(b.scratch), data_type::float32, bytes_of(b.nchw_f16), data_type::float16,
                          std::size_t(b.scratch.numel()), t);
          });

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <deque>
-#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/devices/cudnn_tags.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -197,7 +197,8 @@ TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs",
   const expectation cases[] = {
       {kernel_type<cpu, float>::key(), "cpu plain", data_layout::any},
       {kernel_type<cpu, double>::key(), "cpu plain", data_layout::any},
-      {kernel_type<cpu, float, layout::any, library::onednn>::key(), "cpu onednn", data_layout_of<layout::nChw8c>},
+      {kernel_type<cpu, float, layout::any, library::onednn>::key(), "cpu onednn",
+       data_layout_of<layout::nChw8c>},
       {kernel_type<npu, float>::key(1), "npu plain", data_layout::any},
       {kernel_type<npu, float, layout::any, library::cudnn>::key(1), "npu cudnn", data_layout::nchw},
   };

@@ -369,9 +369,9 @@ TEST_CASE("byte counts are checked and name the shape and the place", "[integrit
   // target would not fit is refused, not wrapped.
   const Tensor empty({0, max - 2, 1, 1}, data_type::float32, cpu_place, data_layout::nchw);
   CHECK(empty.storage_bytes() == 0);
-  CHECK_THROWS_AS(
-      transform(empty, kernel_key(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>, library_type::plain)),
-      error);
+  CHECK_THROWS_AS(transform(empty, kernel_key(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>,
+                                              library_type::plain)),
+                  error);
   // Reshape and slices go through them as well.
   Tensor t({4, 4}, data_type::float32);
   CHECK_THROWS_WITH(t.reshape({big, 8}), Catch::Contains("more elements than int64"));
@@ -592,7 +592,8 @@ TEST_CASE("offsets survive every transform and device copy", "[integrity][lod]")
   }
   SECTION("place") { CHECK(transform(src, to(acc, data_type::float32, data_layout::nhwc)).lod() == offsets); }
   SECTION("a chain: blocked layout, type and place in one plan") {
-    const LoDTensor blocked = transform(src, to(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>));
+    const LoDTensor blocked =
+        transform(src, to(cpu_place, data_type::float32, data_layout_of<layout::nChw8c>));
     CHECK(blocked.lod() == offsets);
     const kernel_key target = to(acc, data_type::float16, data_layout::nchw);
     CHECK(plan_transform(key_of(blocked), target).steps().size() >= 2);

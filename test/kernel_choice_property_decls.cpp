@@ -119,7 +119,8 @@ struct request {
 constexpr std::size_t outcome_of(const selection& s, std::span<const kernel_key> keys) {
   if (s.status() != selection_status::chosen) return key_count + std::size_t(s.status());
   const kernel_key& k = keys[s.index];
-  return (k.place().kind_id() == npu::id ? 12 : 0) + (k.library() == library_type_of<library::onednn> ? 6 : 0) +
+  return (k.place().kind_id() == npu::id ? 12 : 0) +
+         (k.library() == library_type_of<library::onednn> ? 6 : 0) +
          (k.dtype() == data_type::float64 ? 3 : 0) +
          (k.layout() == data_layout::any    ? 0
           : k.layout() == data_layout::nchw ? 1

@@ -63,8 +63,12 @@ runtime_request runtime_request_of(std::size_t r) {
   const place places_[] = {cpu_place, place::of<npu>(0)};
   const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none,
                                                      fallback_policy::cpu};
-  return {places_[x / 6],   places_[(r / 36) % 2], (x / 3) % 2 ? data_type::float64 : data_type::float32,
-          layouts[x % 3],   int((r / 12) % 3),     (r / 72) % 2 ? library_type_of<library::onednn> : library_type::plain,
+  return {places_[x / 6],
+          places_[(r / 36) % 2],
+          (x / 3) % 2 ? data_type::float64 : data_type::float32,
+          layouts[x % 3],
+          int((r / 12) % 3),
+          (r / 72) % 2 ? library_type_of<library::onednn> : library_type::plain,
           policies[r / 144]};
 }
 

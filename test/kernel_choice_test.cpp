@@ -174,7 +174,8 @@ TEST_CASE("1. kernels for {ANY, nChw8c} and an nChw8c input: every path runs the
   CHECK(run_operator(two_layouts_info, cpu_place, in, out).chosen.layout() == data_layout_of<layout::nChw8c>);
   CHECK(last.kernel == "nChw8c");
   Executor executor(cpu_place);
-  CHECK(run_in_executor(executor, scope, "kc_two_layouts", {{"X", {"x"}}}).layout() == data_layout_of<layout::nChw8c>);
+  CHECK(run_in_executor(executor, scope, "kc_two_layouts", {{"X", {"x"}}}).layout() ==
+        data_layout_of<layout::nChw8c>);
   CHECK(last.kernel == "nChw8c");
   // An NCHW input: the ANY kernel, on every path.
   using plain = typed_tensor<cpu, float, layout::nchw>;
@@ -238,7 +239,8 @@ TEST_CASE("4. the preferred layout is the deciding input's on every path, whatev
   scope.var("x").set(LoDTensor(filled({1, 8, 2, 2}, data_type::float32, data_layout_of<layout::nChw8c>)));
   Variable& bias = scope.var("bias");  // declared, never written: holds nothing
   const std::vector<std::vector<Variable*>> in{{&bias}, {&scope.get("x")}}, out{{&scope.var("out")}};
-  CHECK(run_operator(optional_first_info, cpu_place, in, out).chosen.layout() == data_layout_of<layout::nChw8c>);
+  CHECK(run_operator(optional_first_info, cpu_place, in, out).chosen.layout() ==
+        data_layout_of<layout::nChw8c>);
   Executor executor(cpu_place);
   CHECK(run_in_executor(executor, scope, "kc_optional_first", {{"Bias", {"bias"}}, {"X", {"x"}}}).layout() ==
         data_layout_of<layout::nChw8c>);
@@ -297,8 +299,8 @@ TEST_CASE("7. one variable in two slots that need different transforms: each slo
   REQUIRE(last.inputs.size() == 2);
   CHECK(last.inputs[0] ==
         kernel_key(place::of<npu>(0), data_type::float32, data_layout::nchw, library_type::plain));
-  CHECK(last.inputs[1] ==
-        kernel_key(place::of<npu>(0), data_type::float32, data_layout_of<layout::nChw8c>, library_type::plain));
+  CHECK(last.inputs[1] == kernel_key(place::of<npu>(0), data_type::float32, data_layout_of<layout::nChw8c>,
+                                     library_type::plain));
   CHECK(scope.kid_count() == 0);
   // The same on the runtime call.
   const std::vector<std::vector<Variable*>> in{{&scope.get("v")}, {&scope.get("v")}},

@@ -32,7 +32,7 @@ TEST_CASE("tensors oneDNN cannot describe are rejected by name", "[onednn][error
   auto& context = onednn_context::this_thread();
   CHECK_THROWS_WITH(onednn_memory(Tensor({4}, data_type::float32), context.engine()),
                     Catch::Contains("layout ANY_LAYOUT has no oneDNN format"));
-  CHECK_THROWS_WITH(
-      onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout_of<layout::nc>), context.engine()),
-      Catch::Contains("oneDNN has no data type for int64_t"));
+  CHECK_THROWS_WITH(onednn_memory(Tensor({4, 4}, data_type::int64, cpu_place, data_layout_of<layout::nc>),
+                                  context.engine()),
+                    Catch::Contains("oneDNN has no data type for int64_t"));
 }

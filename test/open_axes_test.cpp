@@ -131,7 +131,8 @@ std::vector<float> logical(const Tensor& t) {
   if (t.layout() == data_layout_of<nchw32c>)
     reorder(t, plain, false);
   else
-    std::memcpy(plain.handle(), static_cast<const std::byte*>(t.handle()) + t.offset(), plain.storage_bytes());
+    std::memcpy(plain.handle(), static_cast<const std::byte*>(t.handle()) + t.offset(),
+                plain.storage_bytes());
   return {plain.data<float>(), plain.data<float>() + plain.numel()};
 }
 
@@ -172,13 +173,15 @@ TEST_CASE("a library and a blocked layout declared outside the core are vocabula
   STATIC_REQUIRE(Library<fastlib>);
   STATIC_REQUIRE(Layout<nchw32c>);
   STATIC_REQUIRE(data_layout_of<nchw32c>.blocked() && data_layout_of<nchw32c>.block_axis() == 1 &&
-                 data_layout_of<nchw32c>.block_size() == 32 && data_layout_of<nchw32c>.plain() == data_layout::nchw);
+                 data_layout_of<nchw32c>.block_size() == 32 &&
+                 data_layout_of<nchw32c>.plain() == data_layout::nchw);
   STATIC_REQUIRE(std::is_same_v<plain_layout_t<nchw32c>, layout::nchw>);
 
   CHECK(parse_data_layout("nchw32c") == data_layout_of<nchw32c>);
   CHECK(parse_library_type("fast") == library_type_of<fastlib>);
   const kernel_key key = kernel_type<cpu, float, nchw32c, fastlib>::key();
-  CHECK(key.to_string() == "{data_type[float]; data_layout[NCHW32c]; place[Place(cpu)]; library_type[FASTLIB]}");
+  CHECK(key.to_string() ==
+        "{data_type[float]; data_layout[NCHW32c]; place[Place(cpu)]; library_type[FASTLIB]}");
   CHECK(parse_kernel_key(key.to_string()) == key);
   CHECK(kernel_key::from_ordinal(key.ordinal()) == key);
 
@@ -193,8 +196,9 @@ TEST_CASE("a library and a blocked layout declared outside the core are vocabula
 TEST_CASE("ids and names are checked at registration, naming both tags", "[open_axes]") {
   CHECK_THROWS_WITH(register_layout<other_id_clash>(),
                     Catch::Contains("layout 'NCHW4c' declares id 20, which layout 'NCHW32c' already uses"));
-  CHECK_THROWS_WITH(register_library<name_clash>(),
-                    Catch::Contains("library 'fastlib' (id 12) shares a name or alias with library 'FASTLIB'"));
+  CHECK_THROWS_WITH(
+      register_library<name_clash>(),
+      Catch::Contains("library 'fastlib' (id 12) shares a name or alias with library 'FASTLIB'"));
   // Nothing changed: the names still read as before, the refused ones not at all.
   CHECK(parse_data_layout("NCHW32c") == data_layout_of<nchw32c>);
   CHECK_THROWS_WITH(parse_data_layout("NCHW4c"), Catch::Contains("unknown data layout"));
@@ -234,7 +238,8 @@ TEST_CASE("the runtime path reads the library's attribute and moves data through
   const std::vector<std::vector<Variable*>> in{{&x}}, out{{&y}};
   attribute_map attrs;
   attrs.set("use_fastlib", true);
-  CHECK(expected_kernel_key(op, cpu_place, in, attrs) == kernel_type<cpu, float, layout::nchw, fastlib>::key());
+  CHECK(expected_kernel_key(op, cpu_place, in, attrs) ==
+        kernel_type<cpu, float, layout::nchw, fastlib>::key());
   const kernel_choice fast = run_operator(op, cpu_place, in, out, attrs);
   CHECK(fast.chosen == kernel_type<cpu, float, nchw32c, fastlib>::key());
   CHECK(open_axes::logical(y.get<LoDTensor>()) == open_axes::doubled(x.get<LoDTensor>()));

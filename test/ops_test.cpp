@@ -60,7 +60,8 @@ Tensor ids_tensor(const std::vector<std::int64_t>& ids) {
 template <class T>
 std::vector<T> values(const Tensor& t) {
   const Tensor plain =
-      t.layout() == data_layout::any || t.layout() == data_layout::nchw || t.layout() == data_layout_of<layout::nc>
+      t.layout() == data_layout::any || t.layout() == data_layout::nchw ||
+              t.layout() == data_layout_of<layout::nc>
           ? t
           : transform(t, kernel_key{cpu_place, t.dtype(), data_layout::nchw, library_type::plain});
   return std::vector<T>(plain.data<T>(), plain.data<T>() + plain.numel());
@@ -228,8 +229,8 @@ TEST_CASE("conv2d, oneDNN: against the plain conv; the output stays in oneDNN's 
     attrs.set("use_onednn", true);
     const kernel_choice choice =
         run_rt(scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"dnn"}}}, attrs);
-    CHECK(choice.chosen ==
-          kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>, library_type_of<library::onednn>});
+    CHECK(choice.chosen == kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>,
+                                      library_type_of<library::onednn>});
     // The input is brought to the kernel's nChw8c; the filter keeps its layout
     // (keep_layout_inputs): the kernel reorders the weights for oneDNN itself.
     const std::vector<std::vector<Variable*>> call{{&scope.get("x")}, {&scope.get("w")}};
@@ -239,7 +240,8 @@ TEST_CASE("conv2d, oneDNN: against the plain conv; the output stays in oneDNN's 
     const LoDTensor& dnn = scope.get("dnn").get<LoDTensor>();
     // The kernel's own layout when oneDNN has an implementation producing it (AVX2 and
     // AVX-512 CPUs both do), else the other blocked one.
-    CHECK((dnn.layout() == data_layout_of<layout::nChw8c> || dnn.layout() == data_layout_of<layout::nChw16c>));
+    CHECK(
+        (dnn.layout() == data_layout_of<layout::nChw8c> || dnn.layout() == data_layout_of<layout::nChw16c>));
     CHECK(dnn.dims() == scope.get("plain").get<LoDTensor>().dims());
     // Back to NCHW through fluidk's transform, then compared.
     const Tensor back = transform(
@@ -431,7 +433,8 @@ TEST_CASE("use_onednn where oneDNN has no kernel (double data): the plain kernel
         std::vector<std::string>{"mul: {data_type[double]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
                                  "library_type[PLAIN]}"});
   CHECK(operator_registry::instance().fallback_count(
-            "mul", kernel_key{cpu_place, data_type::float64, data_layout::any, library_type_of<library::onednn>}) == 2);
+            "mul", kernel_key{cpu_place, data_type::float64, data_layout::any,
+                              library_type_of<library::onednn>}) == 2);
   check_close(values<double>(scope.get("out")),
               naive_matmul(values<double>(scope.get("x")), values<double>(scope.get("y")), 3, 4, 2), 1e-10);
 }
@@ -519,7 +522,8 @@ TEST_CASE("relu and elementwise_add, oneDNN (eltwise, binary): against the plain
   scope.var("same").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout::nchw)));
   scope.var("row").set(LoDTensor(random_tensor<float>({5})));
   scope.var("channel").set(LoDTensor(random_tensor<float>({20})));
-  scope.var("blocked").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout_of<layout::nChw16c>)));
+  scope.var("blocked").set(
+      LoDTensor(random_tensor<float>({3, 20, 4, 5}, -1, 1, data_layout_of<layout::nChw16c>)));
   for (const bool dnn : {false, true}) {
     const std::string s = dnn ? "_dnn" : "_plain";
     const attribute_map attrs{{"use_onednn", dnn}};

@@ -94,7 +94,8 @@ TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as 
   image.set_layout(data_layout_of<layout::nChw8c>);  // 8 channels: no padding, same storage
   CHECK(image.layout() == data_layout_of<layout::nChw8c>);
   Tensor odd({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
-  CHECK_THROWS_WITH(odd.set_layout(data_layout_of<layout::nChw8c>), Catch::Contains("needs a different storage size"));
+  CHECK_THROWS_WITH(odd.set_layout(data_layout_of<layout::nChw8c>),
+                    Catch::Contains("needs a different storage size"));
   CHECK(odd.layout() == data_layout::nchw);
 }
 

@@ -110,9 +110,12 @@ TEST_CASE("layout transforms of float match oneDNN's reorder bit for bit, paddin
           "[transforms][onednn]") {
   auto& ctx = onednn_context::this_thread();
   const std::vector<std::pair<data_layout, data_layout>> pairs{
-      {data_layout::nchw, data_layout_of<layout::nChw8c>},  {data_layout_of<layout::nChw8c>, data_layout::nchw},
-      {data_layout::nchw, data_layout_of<layout::nChw16c>}, {data_layout_of<layout::nChw16c>, data_layout::nchw},
-      {data_layout::nchw, data_layout::nhwc},    {data_layout::nhwc, data_layout::nchw}};
+      {data_layout::nchw, data_layout_of<layout::nChw8c>},
+      {data_layout_of<layout::nChw8c>, data_layout::nchw},
+      {data_layout::nchw, data_layout_of<layout::nChw16c>},
+      {data_layout_of<layout::nChw16c>, data_layout::nchw},
+      {data_layout::nchw, data_layout::nhwc},
+      {data_layout::nhwc, data_layout::nchw}};
   std::vector<dims> cases = shapes;
   std::mt19937 rng(7);
   for (int i = 0; i < 6; ++i)  // random shapes as well
@@ -167,7 +170,8 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope scope(level);
     for (std::size_t elem : {1, 2, 4, 8})
-      for (data_layout blocked : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>, data_layout::nhwc})
+      for (data_layout blocked :
+           {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>, data_layout::nhwc})
         for (const dims& s : shapes) {
           INFO(describe(data_layout::nchw, blocked, s, elem));
           const bytes src = random_bytes(std::size_t(s.numel()) * elem, 5);
@@ -217,15 +221,17 @@ TEST_CASE("Fluid's layout case: NHWC [2,3,1,2] becomes NCHW [2,2,3,1], input unc
 TEST_CASE("layout transforms that cannot be done say so, naming the layouts and the shape",
           "[transforms][errors]") {
   std::vector<std::byte> a(64), b(64);
-  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4),
-                    "fluidk: no layout transform from NCHW to NC for shape [2, 3]");
-  CHECK_THROWS_AS(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4), error);
+  CHECK_THROWS_WITH(
+      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4),
+      "fluidk: no layout transform from NCHW to NC for shape [2, 3]");
+  CHECK_THROWS_AS(
+      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nc>, {2, 3}, 4), error);
   CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout::nhwc, {2, 3, 4}, 4),
                     Catch::StartsWith("fluidk: no layout transform from NCHW to NHWC for shape [2, 3, 4]") &&
                         Catch::Contains("rank 4"));
-  CHECK_THROWS_WITH(
-      kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nChw8c>, {1, 1, 1, 1}, 3),
-      Catch::Contains("1, 2, 4 or 8"));
+  CHECK_THROWS_WITH(kernels::reorder(a.data(), data_layout::nchw, b.data(), data_layout_of<layout::nChw8c>,
+                                     {1, 1, 1, 1}, 3),
+                    Catch::Contains("1, 2, 4 or 8"));
   CHECK_THROWS_WITH(kernels::reorder_cast(a.data(), data_layout::any, data_type::float32, b.data(),
                                           data_layout::nchw, data_type::float16, {1, 2, 2, 2}),
                     "fluidk: no layout transform from ANY_LAYOUT to NCHW for shape [1, 2, 2, 2]");
@@ -573,10 +579,10 @@ TEST_CASE("the fused path of a large tensor is the same on one thread and on sev
   const std::size_t sn = std::size_t(storage_of(data_layout_of<layout::nChw8c>, s));
   const bytes src = to_bytes(samples<float>(sn, 23));
   bytes one(std::size_t(s.numel()) * 2), two(one.size());
-  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(one), data_layout::nchw,
-                        data_type::float16, s, 1);
-  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(two), data_layout::nchw,
-                        data_type::float16, s, 2);
+  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(one),
+                        data_layout::nchw, data_type::float16, s, 1);
+  kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(two),
+                        data_layout::nchw, data_type::float16, s, 2);
   CHECK(difference(one, two) == "");
 }
 

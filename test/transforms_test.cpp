@@ -111,8 +111,9 @@ TEST_CASE("a chain gives the same bytes as its steps done by hand", "[transforms
   CHECK(result.dims() == src.dims());
 
   Tensor plain(src.dims(), data_type::float32, cpu_place, data_layout::nchw);
-  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()), data_layout_of<layout::nChw8c>,
-                                   static_cast<std::byte*>(plain.handle()), data_layout::nchw, src.dims(), 4);
+  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()),
+                                   data_layout_of<layout::nChw8c>, static_cast<std::byte*>(plain.handle()),
+                                   data_layout::nchw, src.dims(), 4);
   Tensor half(src.dims(), data_type::float16, cpu_place, data_layout::nchw);
   for (std::int64_t i = 0; i < plain.numel(); ++i) half.data<float16>()[i] = float16(plain.data<float>()[i]);
   Tensor back(src.dims(), data_type::float16, cpu_place, data_layout::nchw);

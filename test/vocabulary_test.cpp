@@ -84,7 +84,8 @@ TEST_CASE("a bad word is named in the error with the accepted ones", "[vocabular
   CHECK_THROWS_WITH(parse_data_layout("nchw4c"),
                     Catch::Contains("unknown data layout 'nchw4c'") && Catch::Contains("nChw16c"));
   CHECK_THROWS_WITH(parse_library_type("cublas"),
-                    Catch::Contains("unknown library 'cublas'") && Catch::Contains("PLAIN, CPU, CUDA, ONEDNN, MKLDNN, DNNL, CUDNN"));
+                    Catch::Contains("unknown library 'cublas'") &&
+                        Catch::Contains("PLAIN, CPU, CUDA, ONEDNN, MKLDNN, DNNL, CUDNN"));
   CHECK_THROWS_WITH(parse_place("tpu:0"), Catch::Contains("unknown place 'tpu:0'") &&
                                               Catch::Contains("cpu") && Catch::Contains("testdev"));
   CHECK_THROWS_WITH(parse_place("testdev:x"), Catch::Contains("bad device id in place 'testdev:x'"));

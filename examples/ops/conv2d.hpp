@@ -180,9 +180,10 @@ struct conv2d_onednn {
 
     // The output in the layout oneDNN chose, when fluidk has a name for it; else reordered
     // into the kernel's own layout.
-    const data_layout chosen = detail::fluidk_layout_of(
-        pd.dst_desc(), dst_dims,
-        {data_layout_of<layout::nChw16c>, data_layout_of<layout::nChw8c>, data_layout::nchw, data_layout::nhwc});
+    const data_layout chosen =
+        detail::fluidk_layout_of(pd.dst_desc(), dst_dims,
+                                 {data_layout_of<layout::nChw16c>, data_layout_of<layout::nChw8c>,
+                                  data_layout::nchw, data_layout::nhwc});
     const data_layout kernel_layout = blocked_layout(ctx.kernel().layout(), input.layout());
     Tensor out(g.output_dims(), data_type::float32, ctx.place(),
                chosen != data_layout::any ? chosen : kernel_layout);
@@ -201,7 +202,8 @@ struct conv2d_onednn {
   // The blocked layout the kernel runs as (nChw8c or nChw16c): its key's, else the input's.
   static data_layout blocked_layout(data_layout kernel, data_layout input) {
     if (kernel == data_layout_of<layout::nChw8c> || kernel == data_layout_of<layout::nChw16c>) return kernel;
-    return input == data_layout_of<layout::nChw16c> ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>;
+    return input == data_layout_of<layout::nChw16c> ? data_layout_of<layout::nChw16c>
+                                                    : data_layout_of<layout::nChw8c>;
   }
 
   static dnnl::convolution_forward::desc make_desc(const conv2d_geometry& g,
@@ -236,7 +238,8 @@ struct conv2d_onednn {
     // (The descriptions outlive the walks: oneDNN's iterator reads them on each step.)
     const dnnl::convolution_forward::desc any = make_desc(g, dnnl::memory::format_tag::any);
     for (const data_layout target :
-         {wanted, wanted == data_layout_of<layout::nChw8c> ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>}) {
+         {wanted, wanted == data_layout_of<layout::nChw8c> ? data_layout_of<layout::nChw16c>
+                                                           : data_layout_of<layout::nChw8c>}) {
       pd_type walk(any, dnn.engine());
       do {
         if (detail::fluidk_layout_of(walk.dst_desc(), dst_dims, {target}) == target) return walk;

@@ -22,7 +22,8 @@ class kernel_key {
  public:
   // Size of the ordinal space: every place kind id times every data type, layout id and
   // library id (ids reserved, registered or not).
-  static constexpr std::size_t ordinal_count = max_place_kinds * data_type_count * max_layouts * max_libraries;
+  static constexpr std::size_t ordinal_count =
+      max_place_kinds * data_type_count * max_layouts * max_libraries;
 
   constexpr kernel_key() noexcept : in_kind_(ordinal_in_kind(dtype_, layout_, library_)) {}
   constexpr kernel_key(fluidk::place p, data_type d, data_layout l, library_type lib) noexcept
@@ -64,14 +65,14 @@ class kernel_key {
     const auto kind_id = place_kind_id(ordinal / data_type_count);
     const library_info* lib = find_library(library_id(lib_id));
     if (lib == nullptr)
-      throw not_registered("kernel key ordinal names library id " + std::to_string(lib_id) +
-                           ", which no registered library has; registered: " +
-                           detail::library_registry().names());
+      throw not_registered(
+          "kernel key ordinal names library id " + std::to_string(lib_id) +
+          ", which no registered library has; registered: " + detail::library_registry().names());
     const layout_info* layout = find_layout(fluidk::layout_id(layout_id));
     if (layout == nullptr)
-      throw not_registered("kernel key ordinal names layout id " + std::to_string(layout_id) +
-                           ", which no registered layout has; registered: " +
-                           detail::layout_registry().names());
+      throw not_registered(
+          "kernel key ordinal names layout id " + std::to_string(layout_id) +
+          ", which no registered layout has; registered: " + detail::layout_registry().names());
     const place_kind_info* kind = detail::place_kind_registry::instance().find(kind_id);
     if (kind == nullptr)
       throw not_registered("kernel key ordinal names place kind id " + std::to_string(kind_id) +

@@ -118,10 +118,10 @@ struct layout_check {
   static_assert(Layout<L>,
                 "fluidk: not a layout tag; a layout declares `using layout_tag = itself;`, a unique `id` "
                 "below max_layouts, `name` and `rank` (see fluidk::layout::nchw)");
-  static_assert(layout_info_of<L>.block_size == 1 ? layout_info_of<L>.block_axis == -1
-                                                  : layout_info_of<L>.block_size > 1 &&
-                                                        layout_info_of<L>.block_axis >= 0 &&
-                                                        layout_info_of<L>.block_axis < L::rank,
+  static_assert(layout_info_of<L>.block_size == 1
+                    ? layout_info_of<L>.block_axis == -1
+                    : layout_info_of<L>.block_size > 1 && layout_info_of<L>.block_axis >= 0 &&
+                          layout_info_of<L>.block_axis < L::rank,
                 "fluidk: a blocked layout declares both a `block_axis` below its rank and a `block_size` "
                 "above 1");
   static constexpr bool value = Layout<L>;
@@ -146,7 +146,9 @@ class data_layout {
   constexpr data_layout plain() const noexcept { return info_->plain ? data_layout(*info_->plain) : *this; }
   constexpr const layout_info& info() const noexcept { return *info_; }
 
-  friend constexpr bool operator==(data_layout a, data_layout b) noexcept { return a.info_->id == b.info_->id; }
+  friend constexpr bool operator==(data_layout a, data_layout b) noexcept {
+    return a.info_->id == b.info_->id;
+  }
   friend constexpr std::strong_ordering operator<=>(data_layout a, data_layout b) noexcept {
     return a.info_->id <=> b.info_->id;
   }
@@ -184,7 +186,8 @@ struct layout_type_of {
 };
 template <layout_id Id, class L, class... Rest>
 struct layout_type_of<Id, L, Rest...> {
-  using type = typename std::conditional_t<L::id == Id, std::type_identity<L>, layout_type_of<Id, Rest...>>::type;
+  using type =
+      typename std::conditional_t<L::id == Id, std::type_identity<L>, layout_type_of<Id, Rest...>>::type;
 };
 }  // namespace detail
 
@@ -202,8 +205,8 @@ constexpr int block_of(data_layout l) noexcept { return l.block_size(); }
 namespace detail {
 using layout_registry_t = tag_registry<layout_info, max_layouts>;
 inline layout_registry_t& layout_registry() {
-  static layout_registry_t registry("layout", {&layout_info_of<layout::any>, &layout_info_of<layout::nchw>,
-                                               &layout_info_of<layout::nhwc>});
+  static layout_registry_t registry(
+      "layout", {&layout_info_of<layout::any>, &layout_info_of<layout::nchw>, &layout_info_of<layout::nhwc>});
   return registry;
 }
 }  // namespace detail

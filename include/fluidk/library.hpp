@@ -9,8 +9,8 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "fluidk/detail/tag_registry.hpp"
@@ -98,7 +98,9 @@ class library_type {
   }
   constexpr const library_info& info() const noexcept { return *info_; }
 
-  friend constexpr bool operator==(library_type a, library_type b) noexcept { return a.info_->id == b.info_->id; }
+  friend constexpr bool operator==(library_type a, library_type b) noexcept {
+    return a.info_->id == b.info_->id;
+  }
   friend constexpr std::strong_ordering operator<=>(library_type a, library_type b) noexcept {
     return a.info_->id <=> b.info_->id;
   }
@@ -133,12 +135,15 @@ inline library_registry_t& library_registry() {
 // naming both. Returns true.
 template <class Lib>
 bool register_library() {
-  if constexpr (detail::library_check<Lib>::value) detail::library_registry().add(detail::library_info_of<Lib>);
+  if constexpr (detail::library_check<Lib>::value)
+    detail::library_registry().add(detail::library_info_of<Lib>);
   return true;
 }
 
 // The library with this id, if registered.
-inline const library_info* find_library(library_id id) noexcept { return detail::library_registry().find(id); }
+inline const library_info* find_library(library_id id) noexcept {
+  return detail::library_registry().find(id);
+}
 
 // Calls f(const library_info&) for every registered library, in id order.
 template <class F>

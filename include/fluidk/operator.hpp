@@ -183,16 +183,13 @@ struct make_checked_map {
         first_duplicate<types>::type::value,
         "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
         "named in registered_once<...>)");
-    // The map is built from its storage, as hana::make_map does after copying every entry
-    // through make_basic_tuple and its checks (a third of the cost of a declaration); where
-    // Hana has no make_map_type, make_map itself.
+    // The map is built as hana::map<E...> from its entries, which is what hana::make_map
+    // builds after copying every entry through make_basic_tuple and its checks (a third of
+    // the cost of a declaration).
     if constexpr (!boost::mp11::mp_is_set<typename types::keys>::value)
       return boost::hana::make_map();
-    else if constexpr (requires { typename boost::hana::detail::make_map_type<E...>::type; })
-      return
-          typename boost::hana::detail::make_map_type<E...>::type{boost::hana::basic_tuple<E...>{entries...}};
     else
-      return boost::hana::make_map(entries...);
+      return boost::hana::map<E...>(entries...);
   }
 };
 
@@ -322,11 +319,18 @@ template <class Map>
 struct map_keys {
   using type = decltype(boost::hana::unpack(std::declval<const Map&>(), keys_as_list{}));
 };
-// Read off the type of the map make_kernels builds, without instantiating unpack.
-template <class HashTable, class... Key, class... K>
-struct map_keys<
-    boost::hana::detail::map_impl<HashTable, boost::hana::basic_tuple<kernel_map_entry<Key, K>...>>> {
+// Read off the entries the map make_kernels builds keeps (its storage_type), without
+// instantiating unpack.
+template <class Storage>
+struct storage_keys {};
+template <class... Key, class... K>
+struct storage_keys<boost::hana::basic_tuple<kernel_map_entry<Key, K>...>> {
   using type = boost::mp11::mp_list<Key...>;
+};
+template <class Map>
+requires requires { typename storage_keys<typename Map::storage_type>::type; }
+struct map_keys<Map> {
+  using type = typename storage_keys<typename Map::storage_type>::type;
 };
 
 template <class Keys>

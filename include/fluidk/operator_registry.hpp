@@ -154,8 +154,9 @@ class operator_info {
 
   match choose(const kernel_key& expected, fallback_policy policy) const {
     const std::size_t strict = choose_registered_kernel(rules_.keys, expected, fallback_policy::none).index;
-    const std::size_t i =
-        policy == fallback_policy::cpu ? choose_registered_kernel(rules_.keys, expected, policy).index : strict;
+    const std::size_t i = policy == fallback_policy::cpu
+                              ? choose_registered_kernel(rules_.keys, expected, policy).index
+                              : strict;
     return {i, strict == selection_rules::none && i != selection_rules::none};
   }
 

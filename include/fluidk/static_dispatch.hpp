@@ -198,9 +198,9 @@ template <class Op, class Kernel, std::size_t Slot, class In>
 struct static_input_plan {
   static constexpr kernel_key from = static_input_key<In>();
   static constexpr kernel_key to = input_target_key(rules_of<Op>, Slot, from, Kernel::key());
-  using target = kernel_type<typename Kernel::place_t, type_of<to.dtype()>,
-                             typename layout_type_of<to.layout().id(), typename In::layout_t,
-                                                     typename Kernel::layout_t>::type>;
+  using target = kernel_type<
+      typename Kernel::place_t, type_of<to.dtype()>,
+      typename layout_type_of<to.layout().id(), typename In::layout_t, typename Kernel::layout_t>::type>;
   static constexpr bool pass_through =
       rules_of<Op>.exempt(Slot) || (!needs_transform(from, to) && !Kernel::place_t::has_device_id);
 };
@@ -349,13 +349,14 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
     using where =
         typename detail::place_type_of<chosen.expected.key.place().kind_id(), typename Target::place_t,
                                        typename detail::run_on_type<Op>::type>::type;
-    (void)sizeof(detail::no_kernel<
-                 Op,
-                 kernel_type<where, type_of<chosen.expected.key.dtype()>,
-                             typename detail::layout_type_of<chosen.expected.key.layout().id(), layout::any,
-                                                             typename detail::input_layout<In>::type...>::type,
-                             typename Target::library_t>,
-                 kernel_keys_of<Op>>);
+    (void)sizeof(
+        detail::no_kernel<
+            Op,
+            kernel_type<where, type_of<chosen.expected.key.dtype()>,
+                        typename detail::layout_type_of<chosen.expected.key.layout().id(), layout::any,
+                                                        typename detail::input_layout<In>::type...>::type,
+                        typename Target::library_t>,
+            kernel_keys_of<Op>>);
   } else if constexpr (status == selection_status::chosen) {
     using key = typename detail::chosen_type<Op, chosen.index>::type;
     if constexpr (!std::is_void_v<Dt>) {

@@ -57,11 +57,11 @@ class typed_tensor {
   static constexpr kernel_key key(int device = 0) noexcept { return kernel_type<P, T, L>::key(device); }
 
   static void check(const Tensor& t) {
-    const char* what = !t.initialized()               ? "it holds no data"
-                       : t.place().kind_id() != P::id ? "the place kind differs"
-                       : t.dtype() != data_type_of<T> ? "the data type differs"
-                       : t.layout() != data_layout_of<L>       ? "the layout differs"
-                                                      : nullptr;
+    const char* what = !t.initialized()                  ? "it holds no data"
+                       : t.place().kind_id() != P::id    ? "the place kind differs"
+                       : t.dtype() != data_type_of<T>    ? "the data type differs"
+                       : t.layout() != data_layout_of<L> ? "the layout differs"
+                                                         : nullptr;
     if (what != nullptr) fail(t, what);
   }
 
@@ -72,7 +72,8 @@ class typed_tensor {
   // Out of line and cold: the error text is built only when it is thrown.
   [[noreturn, gnu::cold, gnu::noinline]] static void fail(const Tensor& t, const char* what) {
     throw error(t.describe() + " is not a typed_tensor<" + std::string(P::name) + ", " +
-                std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(data_layout_of<L>)) + ">: " + what);
+                std::string(name_of(data_type_of<T>)) + ", " + std::string(name_of(data_layout_of<L>)) +
+                ">: " + what);
   }
 
   Tensor tensor_;

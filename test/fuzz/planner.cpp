@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fluidk/devices/onednn_tags.hpp>
-#include <fluidk/devices/cudnn_tags.hpp>
 #include <fluidk/bfloat16.hpp>
+#include <fluidk/devices/cudnn_tags.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/float16.hpp>
 #include <fluidk/transforms/runtime.hpp>
 #include <limits>
@@ -46,7 +46,9 @@ int needed_rank(data_layout l) {
       return 4;
   }
 }
-int block(data_layout l) { return l == data_layout_of<layout::nChw8c> ? 8 : l == data_layout_of<layout::nChw16c> ? 16 : 1; }
+int block(data_layout l) {
+  return l == data_layout_of<layout::nChw8c> ? 8 : l == data_layout_of<layout::nChw16c> ? 16 : 1;
+}
 bool cpu_reorders(data_layout l) {
   return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout_of<layout::nChw8c> ||
          l == data_layout_of<layout::nChw16c>;
@@ -201,10 +203,15 @@ std::size_t element_size(data_type t) {
 constexpr std::array<data_type, 10> data_types{
     data_type::float32, data_type::float64, data_type::float16, data_type::bfloat16, data_type::int8,
     data_type::uint8,   data_type::int16,   data_type::int32,   data_type::int64,    data_type::boolean};
-constexpr std::array<data_layout, 6> layouts{data_layout::any,    data_layout::nchw,    data_layout::nhwc,
-                                             data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>, data_layout_of<layout::nc>};
-constexpr std::array<fluidk::library_type, 3> libraries{
-    fluidk::library_type::plain, fluidk::library_type_of<library::onednn>, fluidk::library_type_of<library::cudnn>};
+constexpr std::array<data_layout, 6> layouts{data_layout::any,
+                                             data_layout::nchw,
+                                             data_layout::nhwc,
+                                             data_layout_of<layout::nChw8c>,
+                                             data_layout_of<layout::nChw16c>,
+                                             data_layout_of<layout::nc>};
+constexpr std::array<fluidk::library_type, 3> libraries{fluidk::library_type::plain,
+                                                        fluidk::library_type_of<library::onednn>,
+                                                        fluidk::library_type_of<library::cudnn>};
 
 }  // namespace
 

@@ -7,8 +7,8 @@
 #include <boost/hana/basic_tuple.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/devices/cudnn_tags.hpp>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/lod_tensor.hpp>
 #include <fluidk/tensor.hpp>
@@ -127,7 +127,8 @@ inline bool has_input(const execution_context& ctx, std::string_view slot) {
 // The tensor in its logical row-major order (NCHW for 4-D data): unchanged when it already
 // is (any, NCHW, NC), else re-laid-out by fluidk's transforms (NHWC and the blocked layouts).
 inline Tensor row_major(const Tensor& t) {
-  if (t.layout() == data_layout::any || t.layout() == data_layout::nchw || t.layout() == data_layout_of<layout::nc>)
+  if (t.layout() == data_layout::any || t.layout() == data_layout::nchw ||
+      t.layout() == data_layout_of<layout::nc>)
     return t;
   return transform(t, kernel_key{t.place(), t.dtype(), data_layout::nchw, library_type::plain});
 }

@@ -67,7 +67,8 @@ class tag_registry {
 
   const Info* find(std::string_view word) const noexcept {
     for (std::size_t i = 0; i < Max; ++i)
-      if (const Info* info = tags_[i].load(std::memory_order_acquire); info != nullptr && answers_to(*info, word))
+      if (const Info* info = tags_[i].load(std::memory_order_acquire);
+          info != nullptr && answers_to(*info, word))
         return info;
     return nullptr;
   }

@@ -21,7 +21,8 @@ struct cudnn {
 }  // namespace library
 
 namespace detail {
-inline const bool cudnn_tags_registered = register_at_startup([] { return register_library<library::cudnn>(); });
+inline const bool cudnn_tags_registered =
+    register_at_startup([] { return register_library<library::cudnn>(); });
 }  // namespace detail
 
 }  // namespace fluidk

@@ -8,8 +8,8 @@
 // validates an operator against the registry before it changes anything: the operator is
 // registered, every slot it is given is one the operator declares, every input variable is
 // declared, and the attributes dispatch reads have their kinds (op_device a string; the
-// registered libraries' request attributes, such as use_cudnn, bools). Then it declares the outputs that no visible block
-// has (in its own block) and runs the operator's InferVarType (registered with the operator as
+// registered libraries' request attributes, such as use_cudnn, bools). Then it declares the outputs that no
+// visible block has (in its own block) and runs the operator's InferVarType (registered with the operator as
 // `static void infer_var_type(const OpDesc&, BlockDesc&)`; default: every output a dense
 // LoDTensor), which sets the kinds and data types of the outputs and may reject the operator
 // (wrong kinds of inputs or attributes). On any error the block is left as it was: the

@@ -15,8 +15,8 @@ namespace fluidk {
 
 namespace detail {
 // The layouts the CPU kernels know: the core's NCHW and NHWC and oneDNN's blocked ones.
-inline constexpr data_layout cpu_layouts[] = {data_layout::nchw, data_layout::nhwc,
-                                              data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
+inline constexpr data_layout cpu_layouts[] = {
+    data_layout::nchw, data_layout::nhwc, data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
 constexpr bool cpu_reorders(data_layout l) noexcept {
   for (const data_layout known : cpu_layouts)
     if (l == known) return true;
@@ -45,7 +45,8 @@ inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
 }  // namespace detail
 
 template <Layout From, Layout To>
-requires(detail::cpu_reorderable(data_layout_of<From>, data_layout_of<To>)) struct layout_transform<cpu, From, To> {
+requires(detail::cpu_reorderable(data_layout_of<From>,
+                                 data_layout_of<To>)) struct layout_transform<cpu, From, To> {
   static void run(const Tensor& src, Tensor& dst) { detail::cpu_reorder(src, dst); }
 };
 

@@ -68,10 +68,9 @@ bool register_layout_transform() {
   static_assert(
       HasLayoutTransform<P, FromLayout, ToLayout>,
       "fluidk: register_layout_transform: no layout_transform<P, From, To> specialisation to register");
-  detail::transform_registry::instance().add(detail::planning::step_kind::layout, P::id,
-                                             data_layout_of<FromLayout>, data_layout_of<ToLayout>,
-                                             data_type::float32, data_type::float32,
-                                             &layout_transform<P, FromLayout, ToLayout>::run);
+  detail::transform_registry::instance().add(
+      detail::planning::step_kind::layout, P::id, data_layout_of<FromLayout>, data_layout_of<ToLayout>,
+      data_type::float32, data_type::float32, &layout_transform<P, FromLayout, ToLayout>::run);
   return true;
 }
 
@@ -89,10 +88,9 @@ template <class P, class FromLayout, class ToLayout, class From, class To>
 bool register_fused_transform() {
   static_assert(HasFusedTransform<P, FromLayout, ToLayout, From, To>,
                 "fluidk: register_fused_transform: no fused_transform<P, ...> specialisation to register");
-  detail::transform_registry::instance().add(detail::planning::step_kind::fused, P::id,
-                                             data_layout_of<FromLayout>, data_layout_of<ToLayout>,
-                                             data_type_of<From>, data_type_of<To>,
-                                             &fused_transform<P, FromLayout, ToLayout, From, To>::run);
+  detail::transform_registry::instance().add(
+      detail::planning::step_kind::fused, P::id, data_layout_of<FromLayout>, data_layout_of<ToLayout>,
+      data_type_of<From>, data_type_of<To>, &fused_transform<P, FromLayout, ToLayout, From, To>::run);
   return true;
 }
 

@@ -52,7 +52,8 @@ struct static_planner {
 
   static constexpr problem the_problem =
       make_problem({place::of<from_place>(), place::of<to_place>(), data_type_of<typename From::dtype_t>,
-                    data_type_of<typename To::dtype_t>, data_layout_of<typename From::layout_t>, data_layout_of<typename To::layout_t>});
+                    data_type_of<typename To::dtype_t>, data_layout_of<typename From::layout_t>,
+                    data_layout_of<typename To::layout_t>});
 
   template <std::size_t P>
   static constexpr std::size_t place_type_index() {
@@ -64,9 +65,9 @@ struct static_planner {
   template <std::size_t D>
   using dtype_at = type_of<the_problem.s.dtypes[D]>;
   template <std::size_t L>
-  using layout_at =
-      typename layout_type_of<the_problem.s.layouts[L].id(), typename From::layout_t, typename To::layout_t,
-                              plain_layout_t<typename From::layout_t>, plain_layout_t<typename To::layout_t>>::type;
+  using layout_at = typename layout_type_of<the_problem.s.layouts[L].id(), typename From::layout_t,
+                                            typename To::layout_t, plain_layout_t<typename From::layout_t>,
+                                            plain_layout_t<typename To::layout_t>>::type;
 
   // Edge tables over the candidate indices, filled from the trait specialisations.
   struct tables {
@@ -214,8 +215,10 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
   using result_type = typed_tensor<to_place, typename To::dtype_t, transform_result_layout<To, L>>;
   using steps = transform_chain<kernel_type<P, T, L>, To>;
   constexpr data_layout start = detail::planning::effective_source_layout(
-      data_layout_of<L>, detail::planning::effective_target_layout(data_layout_of<L>, data_layout_of<typename To::layout_t>));
-  if constexpr (boost::mp11::mp_empty<steps>::value && start == data_layout_of<L> && !to_place::has_device_id) {
+      data_layout_of<L>,
+      detail::planning::effective_target_layout(data_layout_of<L>, data_layout_of<typename To::layout_t>));
+  if constexpr (boost::mp11::mp_empty<steps>::value && start == data_layout_of<L> &&
+                !to_place::has_device_id) {
     return result_type::unchecked(src.tensor());  // nothing to do, and nothing to check at run time
   } else {
     Tensor current = src.tensor();
