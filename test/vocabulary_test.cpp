@@ -155,14 +155,15 @@ TEST_CASE("a place is one word: no blanks, signs or empty parts inside", "[vocab
 }
 
 namespace {
-// Every key over the place kinds this test knows and the registered layouts and libraries.
+// Every key over the place kinds this test knows and the registered layouts and libraries,
+// in ordinal order (place kind, layout, library, data type).
 std::vector<kernel_key> all_keys(int device = 0) {
   std::vector<kernel_key> keys;
   for (place p : {cpu_place, place::of<test_device>(device)})
-    for (data_type d : all_data_types)
-      for (std::size_t l = 0; l < max_layouts; ++l)
-        for (std::size_t b = 0; b < max_libraries; ++b)
-          if (find_layout(layout_id(l)) && find_library(library_id(b)))
+    for (std::size_t l = 0; l < max_layouts; ++l)
+      for (std::size_t b = 0; b < max_libraries; ++b)
+        if (find_layout(layout_id(l)) && find_library(library_id(b)))
+          for (data_type d : all_data_types)
             keys.emplace_back(p, d, data_layout(*find_layout(layout_id(l))),
                               library_type(*find_library(library_id(b))));
   return keys;
@@ -191,17 +192,17 @@ TEST_CASE("ordinals are unique, invert, and lie in the place kind's range", "[vo
     REQUIRE(kernel_key::from_ordinal(key.ordinal()) == key);
     // Over the ids each axis reserves: a layout's ordinals do not move when another registers.
     REQUIRE(key.ordinal() == std::size_t(key.place().kind_id()) * kernel_key::keys_per_place_kind +
-                                 (index_of(key.dtype()) * max_layouts + key.layout().id()) * max_libraries +
-                                 key.library().id());
+                                 (key.layout().id() * max_libraries + key.library().id()) * data_type_count +
+                                 index_of(key.dtype()));
   }
   const std::size_t per_kind = kernel_key::keys_per_place_kind;
   CHECK(per_kind == data_type_count * max_layouts * max_libraries);
   CHECK(*ordinals.begin() == 0);
   CHECK(*std::next(ordinals.begin(), keys.size() / 2) == test_device::id * per_kind);
   // An id no layout or library has registered does not turn back into a key.
-  CHECK_THROWS_WITH(kernel_key::from_ordinal(max_libraries - 1),
-                    Catch::Contains("library id 15") && Catch::Contains("PLAIN, ONEDNN, CUDNN"));
-  CHECK_THROWS_WITH(kernel_key::from_ordinal((max_layouts - 1) * max_libraries),
+  CHECK_THROWS_WITH(kernel_key::from_ordinal((max_libraries - 1) * data_type_count),
+                    Catch::Contains("library id 7") && Catch::Contains("PLAIN, ONEDNN, CUDNN"));
+  CHECK_THROWS_WITH(kernel_key::from_ordinal((max_layouts - 1) * max_libraries * data_type_count),
                     Catch::Contains("layout id 31") && Catch::Contains("ANY_LAYOUT, NCHW, NHWC, nChw8c"));
   CHECK(kernel_key::from_ordinal(test_device::id * per_kind, 2).place() == place::of<test_device>(2));
   CHECK_THROWS_WITH(kernel_key::from_ordinal(3 * per_kind),

@@ -25,23 +25,28 @@ class kernel_key {
   static constexpr std::size_t ordinal_count =
       max_place_kinds * data_type_count * max_layouts * max_libraries;
 
-  constexpr kernel_key() noexcept : in_kind_(ordinal_in_kind(dtype_, layout_, library_)) {}
+  constexpr kernel_key() noexcept : in_kind_(ordinal_in_kind(data_type::float32, layout_, library_)) {}
   constexpr kernel_key(fluidk::place p, data_type d, data_layout l, library_type lib) noexcept
-      : place_(p), dtype_(d), layout_(l), library_(lib), in_kind_(ordinal_in_kind(d, l, lib)) {}
+      : place_(p), layout_(l), library_(lib), in_kind_(ordinal_in_kind(d, l, lib)), dtype_(d) {}
 
   constexpr fluidk::place place() const noexcept { return place_; }
   constexpr data_type dtype() const noexcept { return dtype_; }
   constexpr data_layout layout() const noexcept { return layout_; }
   constexpr library_type library() const noexcept { return library_; }
 
-  constexpr kernel_key with_place(fluidk::place p) const noexcept { return {p, dtype_, layout_, library_}; }
+  constexpr kernel_key with_place(fluidk::place p) const noexcept {
+    kernel_key out = *this;  // the ordinal within the kind stays
+    out.place_ = p;
+    return out;
+  }
   constexpr kernel_key with_dtype(data_type d) const noexcept { return {place_, d, layout_, library_}; }
   constexpr kernel_key with_layout(data_layout l) const noexcept { return {place_, dtype_, l, library_}; }
   constexpr kernel_key with_library(library_type l) const noexcept { return {place_, dtype_, layout_, l}; }
 
   // Unique over the key space, ignoring the device id, and below ordinal_count: a perfect
-  // hash. Dense over the ids each axis reserves (an operator's runtime table is dense over
-  // the registered ones instead: operator_registry.hpp).
+  // hash. Within a place kind: layout id, then library id, then data type, so that the keys
+  // of the registered layouts and libraries (small ids) come first and an operator's runtime
+  // table (operator_registry.hpp) indexes with it directly, sized by the largest registered.
   constexpr std::size_t ordinal() const noexcept {
     return std::size_t(place_.kind_id()) * keys_per_place_kind + in_kind_;
   }
@@ -57,12 +62,12 @@ class kernel_key {
     if (ordinal >= ordinal_count)
       throw error("kernel key ordinal " + std::to_string(ordinal) + " is out of range (below " +
                   std::to_string(ordinal_count) + ")");
-    const std::size_t lib_id = ordinal % max_libraries;
-    ordinal /= max_libraries;
-    const std::size_t layout_id = ordinal % max_layouts;
-    ordinal /= max_layouts;
+    const auto kind_id = place_kind_id(ordinal / keys_per_place_kind);
+    ordinal %= keys_per_place_kind;
     const auto dtype = data_type(ordinal % data_type_count);
-    const auto kind_id = place_kind_id(ordinal / data_type_count);
+    ordinal /= data_type_count;
+    const std::size_t lib_id = ordinal % max_libraries;
+    const std::size_t layout_id = ordinal / max_libraries;
     const library_info* lib = find_library(library_id(lib_id));
     if (lib == nullptr)
       throw not_registered(
@@ -111,15 +116,18 @@ class kernel_key {
 
  private:
   static constexpr std::uint16_t ordinal_in_kind(data_type d, data_layout l, library_type lib) noexcept {
-    return std::uint16_t((std::size_t(index_of(d)) * max_layouts + l.id()) * max_libraries + lib.id());
+    return std::uint16_t((std::size_t(l.id()) * max_libraries + lib.id()) * data_type_count + index_of(d));
   }
   static_assert(keys_per_place_kind <= 0xffff);
 
+  // The pointers first and the small fields last, in one 8-byte word: 40 bytes, copied in
+  // whole words (a key is often made just before it is passed on, and a copy that read two
+  // small stores as one word would wait for them).
   fluidk::place place_{};
-  data_type dtype_ = data_type::float32;
   data_layout layout_{};
   library_type library_{};
-  std::uint16_t in_kind_;  // ordinal_in_kind(dtype_, layout_, library_), in what would be padding
+  std::uint16_t in_kind_;  // ordinal_in_kind(dtype_, layout_, library_)
+  data_type dtype_ = data_type::float32;
 };
 
 // The compile-time key of a kernel.

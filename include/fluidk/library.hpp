@@ -21,7 +21,7 @@ namespace fluidk {
 using library_id = std::uint8_t;
 
 // Library ids are below this: kernel-key ordinals reserve room for this many libraries.
-inline constexpr std::size_t max_libraries = 16;
+inline constexpr std::size_t max_libraries = 8;
 
 // A library tag declares:
 //   using library_tag = itself;

@@ -10,17 +10,20 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -106,9 +109,9 @@ class operator_info {
 
   // Rule 2 of kernel_choice.hpp (choose_registered_kernel) for an expected key and policy:
   // the index of the kernel in kernels(), selection_rules::none when there is none, and
-  // whether that was a fallback. Memoised per place kind in a dense table over the data types
-  // and the layouts and libraries registered when it was built: after the first call for a
-  // kind, an atomic load, a bounds check and two reads.
+  // whether that was a fallback. Memoised per place kind in a table indexed by the key's
+  // ordinal within its kind, sized by the largest layout and library ids registered when it
+  // was built: after the first call for a kind, an atomic load, a bounds check and two reads.
   struct match {
     std::size_t index;
     bool fell_back;
@@ -117,14 +120,14 @@ class operator_info {
     const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
     if (sub == nullptr) [[unlikely]]
       sub = &build_table(expected.place().kind(), nullptr);
-    const std::size_t l = expected.layout().id(), b = expected.library().id();
-    if (l >= sub->layouts || b >= sub->libraries) [[unlikely]]
+    const std::size_t i = expected.ordinal_in_kind();
+    if (i >= sub->size) [[unlikely]]
       return lookup_outside(expected, policy, sub);
-    const table_entry& e = sub->entries[(index_of(expected.dtype()) * sub->layouts + l) * sub->libraries + b];
+    const table_entry& e = sub->entries()[i];
     if (e.strict == unknown) [[unlikely]]
-      return choose(expected, policy);
-    const std::uint16_t i = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
-    return {i == no_entry ? selection_rules::none : std::size_t(i), e.strict == no_entry && i != no_entry};
+      return lookup_outside(expected, policy, sub);
+    const std::uint16_t k = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
+    return {k == no_entry ? selection_rules::none : std::size_t(k), e.strict == no_entry && k != no_entry};
   }
 
   std::string registered_keys() const {
@@ -134,7 +137,8 @@ class operator_info {
   }
 
   ~operator_info() {
-    for (auto& t : tables_) delete t.load(std::memory_order_relaxed);
+    for (auto& t : tables_) subtable::destroy(t.load(std::memory_order_relaxed));
+    for (const subtable* t : retired_) subtable::destroy(t);
   }
   operator_info(const operator_info&) = delete;
   operator_info& operator=(const operator_info&) = delete;
@@ -146,11 +150,28 @@ class operator_info {
     std::uint16_t strict = no_entry;             // fallback_policy::none
     std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
   };
-  // The table of one place kind: data types x registered layout ids x registered library ids.
+  // The table of one place kind, indexed by the key's ordinal within its kind (layout id,
+  // library id, data type): up to the largest registered layout and library, the entries in
+  // the same allocation as the size (one pointer to follow, not two).
   struct subtable {
-    std::size_t layouts = 0, libraries = 0;
-    std::unique_ptr<table_entry[]> entries;
+    std::size_t size = 0;
+    std::size_t layouts = 0, libraries = 0;  // the registries' extents at the build
+    table_entry* entries() noexcept { return reinterpret_cast<table_entry*>(this + 1); }
+    const table_entry* entries() const noexcept { return reinterpret_cast<const table_entry*>(this + 1); }
+
+    static subtable* create(std::size_t layouts, std::size_t libraries) {
+      const std::size_t n =
+          layouts == 0 || libraries == 0 ? 0 : ((layouts - 1) * max_libraries + libraries) * data_type_count;
+      void* memory = ::operator new(sizeof(subtable) + n * sizeof(table_entry));
+      auto* sub = new (memory) subtable{n, layouts, libraries};
+      std::uninitialized_default_construct_n(sub->entries(), n);
+      return sub;
+    }
+    static void destroy(const subtable* sub) noexcept {
+      if (sub != nullptr) ::operator delete(const_cast<subtable*>(sub));
+    }
   };
+  static_assert(alignof(table_entry) <= alignof(subtable) && std::is_trivially_destructible_v<table_entry>);
 
   match choose(const kernel_key& expected, fallback_policy policy) const {
     const std::size_t strict = choose_registered_kernel(rules_.keys, expected, fallback_policy::none).index;
@@ -160,12 +181,12 @@ class operator_info {
     return {i, strict == selection_rules::none && i != selection_rules::none};
   }
 
-  // A key whose layout or library lies beyond the table: one registered after the table was
-  // built (the table is rebuilt to take it in) or one never registered (chosen directly).
+  // A key the table does not answer: its layout or library was registered after the table was
+  // built (the table is rebuilt to take it in), or never registered (chosen directly).
   match lookup_outside(const kernel_key& expected, fallback_policy policy, const subtable* seen) const {
     const subtable& sub = build_table(expected.place().kind(), seen);
-    if (expected.layout().id() < sub.layouts && expected.library().id() < sub.libraries)
-      return lookup(expected, policy);
+    const std::size_t i = expected.ordinal_in_kind();
+    if (i < sub.size && sub.entries()[i].strict != unknown) return lookup(expected, policy);
     return choose(expected, policy);
   }
 
@@ -182,31 +203,27 @@ class operator_info {
     if (built != nullptr &&
         (built != stale || (built->layouts >= layouts.extent() && built->libraries >= libraries.extent())))
       return *built;
-    auto sub = std::make_unique<subtable>();
-    sub->layouts = layouts.extent();
-    sub->libraries = libraries.extent();
-    sub->entries = std::make_unique<table_entry[]>(data_type_count * sub->layouts * sub->libraries);
+    retired_.reserve(retired_.size() + 1);  // so that keeping the old table cannot fail below
+    subtable* sub = subtable::create(layouts.extent(), libraries.extent());
     const place where(kind, 0);
-    table_entry* e = sub->entries.get();
-    for (std::size_t d = 0; d < data_type_count; ++d)
-      for (std::size_t l = 0; l < sub->layouts; ++l)
-        for (std::size_t b = 0; b < sub->libraries; ++b, ++e) {
-          const layout_info* layout = layouts.find(l);
-          const library_info* library = libraries.find(b);
-          if (layout == nullptr || library == nullptr) {
-            *e = {unknown, unknown};
-            continue;
-          }
-          const kernel_key key(where, data_type(d), data_layout(*layout), library_type(*library));
-          auto index = [&](fallback_policy policy) {
-            const std::size_t i = choose_registered_kernel(rules_.keys, key, policy).index;
-            return i == selection_rules::none ? no_entry : std::uint16_t(i);
-          };
-          *e = {index(fallback_policy::none), index(fallback_policy::cpu)};
-        }
-    if (built != nullptr) retired_.emplace_back(built);
-    slot.store(sub.get(), std::memory_order_release);
-    return *sub.release();
+    for (std::size_t i = 0; i < sub->size; ++i) {
+      const layout_info* layout = layouts.find(i / data_type_count / max_libraries);
+      const library_info* library = libraries.find(i / data_type_count % max_libraries);
+      if (layout == nullptr || library == nullptr) {
+        sub->entries()[i] = {unknown, unknown};
+        continue;
+      }
+      const kernel_key key(where, data_type(i % data_type_count), data_layout(*layout),
+                           library_type(*library));
+      auto index = [&](fallback_policy policy) {
+        const std::size_t k = choose_registered_kernel(rules_.keys, key, policy).index;
+        return k == selection_rules::none ? no_entry : std::uint16_t(k);
+      };
+      sub->entries()[i] = {index(fallback_policy::none), index(fallback_policy::cpu)};
+    }
+    if (built != nullptr) retired_.push_back(built);
+    slot.store(sub, std::memory_order_release);
+    return *sub;
   }
 
   std::string_view name_;
@@ -219,7 +236,7 @@ class operator_info {
   std::vector<kernel_entry> entries_;
   mutable std::mutex table_mutex_;
   mutable std::array<std::atomic<const subtable*>, max_place_kinds> tables_{};
-  mutable std::vector<std::unique_ptr<const subtable>> retired_;
+  mutable std::vector<const subtable*> retired_;  // replaced tables, freed with the operator
 };
 
 // The operators known at run time, each registered once with register_operator<Op>().
