@@ -129,7 +129,8 @@ struct kernel_choice {
 namespace detail {
 // Rule 2 of kernel_choice.hpp through the operator's table, under the global policy when
 // one is set, else the operator's; entry null when there is none. Counts nothing.
-inline kernel_choice lookup_kernel(const operator_info& op, const kernel_key& expected) {
+[[gnu::always_inline]] inline kernel_choice lookup_kernel(const operator_info& op,
+                                                          const kernel_key& expected) {
   const operator_info::match m = op.lookup(expected, operator_registry::instance().effective_fallback(op));
   if (m.index == selection_rules::none) return {expected, nullptr, expected, false};
   const kernel_entry& entry = op.kernels()[m.index];
@@ -139,7 +140,8 @@ inline kernel_choice lookup_kernel(const operator_info& op, const kernel_key& ex
 
 // Rule 2 of kernel_choice.hpp on the runtime path. A fallback is counted and reported; no
 // kernel is an exception naming the operator, the key and what is registered.
-inline kernel_choice choose_kernel(const operator_info& op, const kernel_key& expected) {
+[[gnu::always_inline]] inline kernel_choice choose_kernel(const operator_info& op,
+                                                          const kernel_key& expected) {
   const kernel_choice choice = detail::lookup_kernel(op, expected);
   if (choice.entry == nullptr) detail::no_kernel_for(op, expected);
   if (choice.fell_back) operator_registry::instance().note_fallback({op.name(), expected, choice.chosen});
