@@ -24,7 +24,10 @@
 namespace {
 
 using fluidk::data_layout;
+using fluidk::data_layout_of;
 using fluidk::data_type;
+namespace layout = fluidk::layout;
+namespace library = fluidk::library;
 
 // Reads the fuzz input a byte at a time; zeros once it runs out.
 struct input {
@@ -37,14 +40,8 @@ struct input {
 
 // The rank a layout takes (0: any rank) and its channel block (1: unblocked).
 int needed_rank(data_layout l) {
-  switch (l) {
-    case data_layout::any:
-      return 0;
-    case data_layout_of<layout::nc>:
-      return 2;
-    default:
-      return 4;
-  }
+  if (l == data_layout::any) return 0;
+  return l == data_layout_of<layout::nc> ? 2 : 4;
 }
 int block(data_layout l) {
   return l == data_layout_of<layout::nChw8c> ? 8 : l == data_layout_of<layout::nChw16c> ? 16 : 1;
