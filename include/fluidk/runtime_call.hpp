@@ -39,12 +39,12 @@ inline std::optional<place> op_device_of(const attribute_map& attrs) {
 // its request attributes true (use_onednn or Fluid's use_mkldnn, use_cudnn, a user library's
 // own), else plain. `op` names the operator in the error for an attribute of the wrong kind.
 inline library_type requested_library(const attribute_map& attrs, std::string_view op) {
-  const auto& registry = detail::library_registry();
-  for (std::size_t id = 0, n = registry.extent(); id < n; ++id)
-    if (const library_info* info = registry.find(id))
-      for (std::size_t i = 0; i < info->request_attribute_count; ++i)
-        if (attrs.get_or<bool>(info->request_attributes[i], false, op)) return library_type(*info);
-  return library_type::plain;
+  const library_info* asked = nullptr;
+  for_each_library([&](const library_info& library) {
+    for (const std::string_view attribute : library_type(library).request_attributes())
+      if (asked == nullptr && attrs.get_or<bool>(attribute, false, op)) asked = &library;
+  });
+  return asked != nullptr ? library_type(*asked) : library_type::plain;
 }
 
 // What a call's attributes ask for (op_device, the library, the data-type attribute), on the

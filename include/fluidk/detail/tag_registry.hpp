@@ -77,29 +77,22 @@ class tag_registry {
   std::size_t extent() const noexcept { return extent_.load(std::memory_order_acquire); }
 
   // The registered names, in id order, for error messages.
-  std::string names() const {
-    std::string out;
-    for (std::size_t i = 0; i < Max; ++i)
-      if (const Info* info = tags_[i].load(std::memory_order_acquire)) {
-        if (!out.empty()) out += ", ";
-        out += info->name;
-      }
-    return out;
-  }
+  std::string names() const { return join(false); }
 
   // Every word that parses: the names and their aliases, for error messages.
-  std::string words() const {
+  std::string words() const { return join(true); }
+
+ private:
+  std::string join(bool with_aliases) const {
     std::string out;
     for (std::size_t i = 0; i < Max; ++i)
       if (const Info* info = tags_[i].load(std::memory_order_acquire)) {
         if (!out.empty()) out += ", ";
         out += info->name;
-        for (std::size_t a = 0; a < info->alias_count; ++a) (out += ", ") += info->aliases[a];
+        for (std::size_t a = 0; with_aliases && a < info->alias_count; ++a) (out += ", ") += info->aliases[a];
       }
     return out;
   }
-
- private:
   static bool answers_to(const Info& info, std::string_view word) noexcept {
     if (iequals(info.name, word)) return true;
     for (std::size_t a = 0; a < info.alias_count; ++a)

@@ -402,8 +402,8 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
   // The attributes dispatch reads for every operator (expected_kernel_key) have a fixed kind.
   (void)op.attr_or<std::string>("op_device", {});
   for_each_library([&](const library_info& library) {
-    for (std::size_t i = 0; i < library.request_attribute_count; ++i)
-      (void)op.attr_or<bool>(library.request_attributes[i], false);
+    for (const std::string_view attribute : library_type(library).request_attributes())
+      (void)op.attr_or<bool>(attribute, false);
   });
   for (const auto& [slot, names] : op.inputs())
     for (const std::string& name : names)

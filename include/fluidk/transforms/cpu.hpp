@@ -14,17 +14,10 @@
 namespace fluidk {
 
 namespace detail {
-// The layouts the CPU kernels know: the core's NCHW and NHWC and oneDNN's blocked ones.
-inline constexpr data_layout cpu_layouts[] = {
-    data_layout::nchw, data_layout::nhwc, data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
-constexpr bool cpu_reorders(data_layout l) noexcept {
-  for (const data_layout known : cpu_layouts)
-    if (l == known) return true;
-  return false;
-}
-// The layout pairs the CPU kernels transform directly.
+// The layout pairs the CPU kernels transform directly (transforms::cpu_kernels::detail::layouts).
 constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
-  return from != to && cpu_reorders(from) && cpu_reorders(to);
+  return from != to && transforms::cpu_kernels::detail::is_4d_layout(from) &&
+         transforms::cpu_kernels::detail::is_4d_layout(to);
 }
 
 inline void cpu_reorder(const Tensor& src, Tensor& dst) {
@@ -67,8 +60,8 @@ namespace detail {
 // loops rather than by instantiating thousands of templates in every translation unit.
 inline bool register_cpu_transforms() {
   auto& registry = transform_registry::instance();
-  for (data_layout a : cpu_layouts)
-    for (data_layout b : cpu_layouts)
+  for (data_layout a : transforms::cpu_kernels::detail::layouts)
+    for (data_layout b : transforms::cpu_kernels::detail::layouts)
       if (cpu_reorderable(a, b)) {
         registry.add(planning::step_kind::layout, cpu::id, a, b, data_type::float32, data_type::float32,
                      &cpu_reorder);

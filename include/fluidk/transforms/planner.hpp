@@ -93,8 +93,6 @@ struct request {
   data_layout from_layout, to_layout;
 };
 
-constexpr bool is_blocked(data_layout l) noexcept { return l.blocked(); }
-
 // What a target of ANY_LAYOUT accepts: every unblocked layout as it is; blocked data must be
 // unblocked first, to its plain layout, since a kernel declared for any layout indexes
 // unblocked memory (Fluid did the same for oneDNN's layout).

@@ -97,9 +97,13 @@ struct layout_side {
   }
 };
 
-inline bool is_4d_layout(data_layout l) noexcept {
-  return l == data_layout::nchw || l == data_layout::nhwc || l == data_layout_of<layout::nChw8c> ||
-         l == data_layout_of<layout::nChw16c>;
+// The layouts the CPU kernels reorder: the core's NCHW and NHWC and oneDNN's blocked ones.
+inline constexpr data_layout layouts[] = {data_layout::nchw, data_layout::nhwc,
+                                          data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
+constexpr bool is_4d_layout(data_layout l) noexcept {
+  for (const data_layout known : layouts)
+    if (l == known) return true;
+  return false;
 }
 
 inline layout_side side_of(data_layout l, std::int64_t c, std::int64_t hw) noexcept {
