@@ -183,9 +183,8 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
 
 TEST_CASE("large layout transforms give the same bytes on one thread and on several",
           "[transforms][threads]") {
-  // Above the size where a transform goes parallel and prefetches, odd extents; the second has
-  // more pixels than NCHW -> NHWC takes in one block, an odd tail block, and 9 chunks (two groups
-  // of four and one more).
+  // Above the size where a transform goes parallel, odd extents; the second has 9 chunks (NCHW ->
+  // NHWC of float: four groups of two and one more).
   for (const dims& s : {dims{3, 40, 37, 41}, dims{2, 72, 37, 47}})
     for (kernels::isa level : supported_isas()) {
       kernels::isa_scope scope(level);
@@ -621,8 +620,8 @@ struct placed {
   }
 };
 
-const std::vector<kernels::store_policy> policies{kernels::store_policy::cached,
-                                                  kernels::store_policy::streaming};
+const std::vector<kernels::store_policy> policies{
+    kernels::store_policy::cached, kernels::store_policy::prefetched, kernels::store_policy::streaming};
 }  // namespace
 
 TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",

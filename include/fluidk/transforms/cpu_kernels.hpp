@@ -157,10 +157,10 @@ inline void run_layout(const std::byte* src, data_layout from, std::size_t se, s
                              storage_elements(to, shape, from, to) * std::int64_t(de);
   layout_job job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de);
   if (job.items() == 0) return;
-  job.prefetch = bytes >= prefetch_min_bytes;
   const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
-  job.stream =
-      active_store_policy(std::size_t(written)) == store_policy::streaming && stores_aligned(job, dst, de);
+  const store_policy policy = active_store_policy(std::size_t(written));
+  job.prefetch = policy == store_policy::prefetched;
+  job.stream = policy == store_policy::streaming && stores_aligned(job, dst, de);
   const int nt = threads_for(bytes, threads);
   split_for_threads(job, nt);
   const strided_fn fill = copy_fn(de);

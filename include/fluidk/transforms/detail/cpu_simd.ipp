@@ -352,11 +352,10 @@ FLUIDK_DETAIL_SIMD_INLINE inline void put2(std::byte* p, v8 a, v8 b, bool nt) no
 }
 
 // Asks for the line at p + offset bytes ahead of use, without forming a pointer past the end of
-// anything (a prefetch never faults). Prefetching the *target* lines is what pays here: a store
-// to a line that is not in L1 waits for its read-for-ownership, and the hardware prefetchers do
-// not run far enough ahead of several interleaved store streams. Measured on Sapphire Rapids,
-// 3-6% over no prefetch for the transposes, and as good as non-temporal stores for NCHW -> NHWC
-// while the result stays in the caches for the next kernel.
+// anything (a prefetch never faults). Only under store_policy::prefetched: a store to a line that
+// is not in L1 waits for its read-for-ownership, and where the hardware prefetchers do not run
+// far enough ahead of several interleaved store streams, prefetching the target lines pays
+// (Sapphire Rapids, earlier kernels: 3-6%). On Zen 4 they do, and it costs 10-25%.
 FLUIDK_DETAIL_SIMD_INLINE inline void prefetch(const std::byte* p, std::int64_t offset) noexcept {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(offset)),
                _MM_HINT_T0);
@@ -422,16 +421,21 @@ FLUIDK_DETAIL_SIMD_INLINE inline void transpose8(v8* r) noexcept {
 
 // ---- Layout transform (fused with a conversion when R and W differ) ---------------------------------
 
+// The chunks of 8 elements that fill a 64-byte line of W's elements.
+template <class W>
+inline constexpr int line_group = W::size >= 8 ? 1 : int(64 / (8 * W::size));
+
 // How far ahead of the stores the target is prefetched: about 8 KB of a target stream.
 inline constexpr std::int64_t target_ahead_bytes = 8192;
 
 // Planar -> channels together for G adjacent full chunks (8G channel rows, row stride s_row),
-// 8 pixels at a time, up to `count` pixels (a multiple of 8). The G chunks of a pixel are
-// adjacent in the target (NHWC, or the two halves of an nChw16c block), so each step fills whole
-// cache lines of 8 pixels; G = 4 for NHWC measured best on Sapphire Rapids (G = 2 or 8: 15-30%
-// slower): enough to fill lines, few enough source rows and pages in flight. Streaming, the
-// chunks go by pairs, each pixel's two written back to back: a line is whole before the next is
-// begun, as write-combining needs.
+// 8 pixels at a time, up to `count` pixels (a multiple of 8). The chunks of a pixel are adjacent
+// in the target (NHWC, or the two halves of an nChw16c block): with the pixels outermost, each
+// step writes all G chunks of its 8 pixels, so a G that fills a line (line_group) writes whole
+// lines and never returns to them. G is a constant so that the rows stay in registers and the
+// chunk loop unrolls (read from an array indexed at run time, the same loop was 15-25% slower on
+// Zen 4). Streaming, the chunks go by pairs, each pixel's two written back to back: a line is
+// whole before the next is begun, as write-combining needs.
 template <class R, class W, int G>
 FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d,
                                                     std::int64_t d_px, std::int64_t count, bool pf,
@@ -445,25 +449,21 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
   for (std::int64_t p = 0; p < count; p += 8) {
     std::byte* dp = d + p * d_px;
     if (pf) {
-      if (!nt) {
-        if (adjacent) {
-          for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(dp + line, ahead);
-        } else {
-          for (int i = 0; i < 8; ++i) {
-            for (std::int64_t line = 0; line < 8 * G * W::size; line += 64)
-              prefetch(dp + i * d_px + line, ahead);
-          }
+      if (adjacent) {
+        for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(dp + line, ahead);
+      } else {
+        for (int i = 0; i < 8; ++i) {
+          for (std::int64_t line = 0; line < 8 * G * W::size; line += 64) prefetch(dp + i * d_px + line, ahead);
         }
       }
-      // The source rows as well, a line each per 16 pixels: 8 to 32 streams in flight are more than
-      // the hardware prefetcher follows well (1-2% here, more with the other core busy).
+      // The source rows as well, a line each per 16 pixels.
       if (p % 16 == 0) {
         for (int r = 0; r < 8 * G; ++r) prefetch(rows[r] + p * R::size, 128);
       }
     }
     if constexpr (G >= 2) {
       if (nt) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int g = 0; g < G; g += 2) {
           v8 a[8], b[8];
           load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
@@ -475,7 +475,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
       }
     }
     // One chunk at a time: eight registers live, no spills, whatever G.
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       v8 a[8];
       load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
@@ -588,20 +588,13 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       for (; q + j.group <= full; q += j.group) {
         const std::byte* sq = src + (j.s.chunk(n, q) + p0) * se;
         std::byte* dq = dst + (j.d.chunk(n, q) + p0 * j.d.ps) * de;
-        // Four chunks a step (NHWC of 32 channels or more) with the group a constant, so that
-        // its loop unrolls, for 4-byte elements only: each such instance is a large function
-        // (under a sanitizer's instrumentation, more than the rest of the kernels together),
-        // and NCHW -> NHWC of float is the one programs make. The other cases go one chunk at
-        // a time.
-        bool grouped = false;
-        if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
-          if (j.group == 4) {
-            gather_chunks<R, W, 4>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
-            grouped = true;
-          }
-        }
-        for (std::int64_t g = 0; !grouped && g < j.group; ++g)
-          gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * de, d_ps, vec, j.prefetch, nt);
+        // The group that fills a target line (make_layout_job's choice for NHWC, and nChw16c of
+        // float) as one constant instance; any other group one chunk at a time.
+        if (j.group == line_group<W>)
+          gather_chunks<R, W, line_group<W>>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
+        else
+          for (std::int64_t g = 0; g < j.group; ++g)
+            gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * de, d_ps, vec, j.prefetch, nt);
         // The pixels left over, element by element.
         for (std::int64_t g = 0; g < j.group; ++g)
           for (std::int64_t p = p0 + vec; p < p1; ++p)
