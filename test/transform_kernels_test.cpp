@@ -24,7 +24,8 @@ namespace {
 
 std::vector<kernels::isa> supported_isas() {
   std::vector<kernels::isa> out;
-  for (auto level : {kernels::isa::scalar, kernels::isa::avx2, kernels::isa::avx512})
+  for (auto level :
+       {kernels::isa::scalar, kernels::isa::avx2, kernels::isa::avx512, kernels::isa::avx512_bf16})
     if (kernels::isa_supported(level)) out.push_back(level);
   return out;
 }
@@ -524,6 +525,43 @@ TEST_CASE("half-precision rounding: ties to even, overflow to infinity, NaN payl
       CHECK((std::bit_cast<std::uint32_t>(nan_back[9]) & 0x00400000u) == 0);  // still signalling
     }
   }
+}
+
+TEST_CASE(
+    "float -> bfloat16 in blocks of 32 rounds as fluidk::bfloat16 does, with or without NaNs and subnormals",
+    "[transforms][cast]") {
+  // Blocks of normal values only (AVX512_BF16's conversion takes them), and the same blocks with
+  // one subnormal or one NaN (the integer rounding takes those): ties to even both ways, the
+  // carry into the exponent, overflow to infinity, zeros and infinities, at every offset.
+  std::vector<std::uint32_t> normal{0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x3F808001u, 0xBF808000u,
+                                    0xBF818000u, 0x3FFF8000u, 0x7F7F8000u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+                                    0x00800000u, 0x80800000u, 0x00FF8000u, 0x7F800000u, 0xFF800000u,
+                                    0x00000000u, 0x80000000u, 0x3F800000u};
+  std::mt19937 rng(7);
+  while (normal.size() < 32 * 8) {
+    const std::uint32_t bits = rng();
+    const std::uint32_t exponent = (bits >> 23) & 0xFF;
+    if (exponent != 0 && exponent != 0xFF) normal.push_back(bits);
+  }
+  for (std::uint32_t special : {0u, 0x00000001u, 0x807FFFFFu, 0x7FC00000u, 0x7F800001u, 0xFFA00000u})
+    for (std::size_t at : {0, 5, 31, 100}) {
+      std::vector<std::uint32_t> bits = normal;
+      if (special != 0) bits[at] = special;
+      std::vector<float> values;
+      for (std::uint32_t b : bits) values.push_back(from_bits<float>(b));
+      const bytes src = to_bytes(values), expected = reference_cast<float, bfloat16>(values);
+      for (kernels::isa level : supported_isas()) {
+        kernels::isa_scope scope(level);
+        for (kernels::store_policy policy :
+             {kernels::store_policy::cached, kernels::store_policy::streaming}) {
+          kernels::store_policy_scope stores(policy);
+          INFO("special " << special << " at " << at << ", isa " << kernels::name_of(level) << ", stores "
+                          << kernels::name_of(policy));
+          CHECK(difference(run_cast(src, data_type::float32, data_type::bfloat16, values.size()), expected) ==
+                "");
+        }
+      }
+    }
 }
 
 TEST_CASE("large casts give the same bytes on one thread and on several", "[transforms][cast][threads]") {

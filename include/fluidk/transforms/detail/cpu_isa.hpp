@@ -24,12 +24,14 @@
 namespace fluidk::transforms::cpu_kernels {
 
 // Ordered: each level implies the ones before it.
-//   avx2:   AVX2 + F16C + FMA (Haswell and later).
-//   avx512: avx2 + AVX-512 F/BW/VL (Skylake-SP and later). AVX512_BF16 is deliberately not
-//           used: its VCVTNEPS2BF16 flushes subnormal inputs to zero and quiets signalling NaNs,
-//           so it cannot give fluidk::bfloat16's round-to-nearest-even results; an integer
-//           rounding sequence at memory speed can.
-enum class isa : std::uint8_t { scalar, avx2, avx512 };
+//   avx2:        AVX2 + F16C + FMA (Haswell and later).
+//   avx512:      avx2 + AVX-512 F/BW/VL (Skylake-SP and later).
+//   avx512_bf16: avx512 + AVX512_BF16 and DQ (Cooper Lake, Sapphire Rapids, AMD Zen 4), for float ->
+//                bfloat16 casts only. VCVTNE2PS2BF16 rounds to nearest even as
+//                fluidk::bfloat16 does, but flushes subnormal inputs to zero and quiets
+//                signalling NaNs: a block of 32 elements holding either goes through the
+//                integer rounding of the avx512 level instead, so the bytes are the same.
+enum class isa : std::uint8_t { scalar, avx2, avx512, avx512_bf16 };
 
 constexpr std::string_view name_of(isa i) noexcept {
   switch (i) {
@@ -39,6 +41,8 @@ constexpr std::string_view name_of(isa i) noexcept {
       return "avx2";
     case isa::avx512:
       return "avx512";
+    case isa::avx512_bf16:
+      return "avx512_bf16";
   }
   return "unknown";
 }
@@ -52,10 +56,15 @@ inline isa detect_isa() noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)) return isa::scalar;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
-    return isa::avx512;
-  return isa::avx2;
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")))
+    return isa::avx2;
+  // AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5; subleaf 1 exists when leaf 7 subleaf 0's
+  // EAX says so), with AVX512DQ for VFPCLASSPS (every CPU with the one has the other).
+  if (__builtin_cpu_supports("avx512dq") && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 &&
+      eax >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 5)) != 0)
+    return isa::avx512_bf16;
+  return isa::avx512;
 #else
   return isa::scalar;
 #endif

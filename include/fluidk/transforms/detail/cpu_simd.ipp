@@ -71,10 +71,17 @@ FLUIDK_DETAIL_SIMD_INLINE inline __m128i f32_to_f16(v8 v) noexcept {
 // an odd kept half; a carry out of the significand moves into the exponent, up to infinity, as
 // it must. Subnormals round like normals (same exponent range); AVX512_BF16 would flush them.
 // A NaN keeps its sign and top payload bits, with the quiet bit set if those are all zero.
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_bf16_lanes(__m256i b) noexcept {
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+}
+// The rounding alone: right for every lane but NaNs.
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i f32_to_bf16_raw(v8 v) noexcept {
+  return pack32to16(f32_to_bf16_lanes(_mm256_castps_si256(v)));
+}
 FLUIDK_DETAIL_SIMD_INLINE inline __m128i f32_to_bf16(v8 v) noexcept {
   const __m256i b = _mm256_castps_si256(v);
-  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+  __m256i r = f32_to_bf16_lanes(b);
   const v8 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
   if (!_mm256_testz_ps(nan, nan)) {
     const __m256i top = _mm256_srli_epi32(b, 16);
@@ -295,20 +302,30 @@ struct wr_16bit {
   }
 #endif
 };
+// pack_raw(v): pack(v) for lanes that hold no NaN (one instruction fewer or several: the NaN
+// fix-up), for blocks whose NaNs were looked for at once; raw_needs_check says whether it differs.
 struct wr_b16 : wr_16bit<wr_b16> {
   using scalar_t = std::uint16_t;
+  static constexpr bool raw_needs_check = false;
   FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return pack32to16(_mm256_castps_si256(v)); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack_raw(v8 v) noexcept { return pack(v); }
 };
 struct wr_f16 : wr_16bit<wr_f16> {
   using scalar_t = float16;
+  static constexpr bool raw_needs_check = true;
   FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return f32_to_f16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack_raw(v8 v) noexcept {
+    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_f16(v); }
 #endif
 };
 struct wr_bf16 : wr_16bit<wr_bf16> {
   using scalar_t = bfloat16;
+  static constexpr bool raw_needs_check = true;
   FLUIDK_DETAIL_SIMD_INLINE static __m128i pack(v8 v) noexcept { return f32_to_bf16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m128i pack_raw(v8 v) noexcept { return f32_to_bf16_raw(v); }
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_bf16(v); }
 #endif
@@ -350,6 +367,15 @@ FLUIDK_DETAIL_SIMD_INLINE inline void put2(std::byte* p, v8 a, v8 b, bool nt) no
   else
     W::store2(p, a, b);
 }
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+template <class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void put16(std::byte* p, v16 v, bool nt) noexcept {
+  if (nt)
+    W::stream16(p, v);
+  else
+    W::store16(p, v);
+}
+#endif
 
 // Asks for the line at p + offset bytes ahead of use, without forming a pointer past the end of
 // anything (a prefetch never faults). Only under store_policy::prefetched: a store to a line that
@@ -453,7 +479,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
         for (std::int64_t line = 0; line < 8 * d_px; line += 64) prefetch(dp + line, ahead);
       } else {
         for (int i = 0; i < 8; ++i) {
-          for (std::int64_t line = 0; line < 8 * G * W::size; line += 64) prefetch(dp + i * d_px + line, ahead);
+          for (std::int64_t line = 0; line < 8 * G * W::size; line += 64)
+            prefetch(dp + i * d_px + line, ahead);
         }
       }
       // The source rows as well, a line each per 16 pixels.
@@ -524,6 +551,63 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_step(const std::byte* const* pixel
     if (k < kv) W::store(rows[k] + p * W::size, a[k]);
 }
 
+// 16 pixels of scatter_chunk into 16-bit rows (W::size == 2): each pixel's 8 lanes are packed
+// (converted) to 8 elements first, pixels i and i + 8 share a register, and three rounds of
+// 16-bit unpacks in each 128-bit lane leave a row's 16 pixels in one register for one 32-byte
+// store. Against two 32-bit transposes and sixteen 16-byte stores: 24 shuffles and 8 inserts
+// instead of 32 shuffles and 16 inserting loads, and half the stores (nChw8c float -> NCHW
+// float16 1.3x faster on Zen 4, from the L3). `at` is the byte offset of the first pixel in
+// every row.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pixels, std::int64_t offset,
+                                                      std::int64_t s_px8, std::byte* const* rows,
+                                                      std::int64_t at, std::int64_t kv) noexcept {
+  static_assert(W::size == 2);
+  __m256i y[8];
+  // Where the conversion has a NaN fix-up, the block is looked at for NaNs once (one compare per
+  // two pixels), and converted lane by lane with the fix-up only if it holds one.
+  bool exact = true;
+  if constexpr (W::raw_needs_check) {
+    v8 nan = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const v8 a = R::load(pixels[i] + offset), b = R::load(pixels[i] + offset + s_px8);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+      y[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(W::pack_raw(a)), W::pack_raw(b), 1);
+    }
+    exact = _mm256_testz_ps(nan, nan) != 0;
+  }
+  if (!exact || !W::raw_needs_check) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      y[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(W::pack(R::load(pixels[i] + offset))),
+                                     W::pack(R::load(pixels[i] + offset + s_px8)), 1);
+  }
+  __m256i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi16(y[2 * i], y[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi16(y[2 * i], y[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) {
+    u[h] = _mm256_unpacklo_epi32(t[h], t[h + 2]);
+    u[h + 1] = _mm256_unpackhi_epi32(t[h], t[h + 2]);
+    u[h + 2] = _mm256_unpacklo_epi32(t[h + 1], t[h + 3]);
+    u[h + 3] = _mm256_unpackhi_epi32(t[h + 1], t[h + 3]);
+  }
+  // u[0..3]: channels (0,1), (2,3), (4,5), (6,7) of pixels 0-3 (and 8-11); u[4..7] of pixels 4-7.
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    if (2 * c < kv)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[2 * c] + at),
+                          _mm256_unpacklo_epi64(u[c], u[c + 4]));
+    if (2 * c + 1 < kv)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[2 * c + 1] + at),
+                          _mm256_unpackhi_epi64(u[c], u[c + 4]));
+  }
+}
+
 // Channels together -> planar for one chunk: pixels (8 lanes each, readable even past kv) to the
 // first kv channel rows, 8 pixels at a time (eight registers live: sixteen, two steps at once,
 // spilled on AVX2). Streaming, a row's pixels are gathered in L1 until they fill a line
@@ -542,19 +626,25 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
   // Streaming starts where the rows reach a line boundary (they all do together: the job
   // streams only when a row is a whole number of lines); the pixels before go through the caches.
   const std::int64_t head =
-      nt ? std::min(count, std::int64_t((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / W::size)
-         : count;
+      nt ? std::min(count, std::int64_t((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / W::size) : 0;
   std::int64_t p = 0;
   for (; p + 8 <= head; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
   if (nt) {
     alignas(64) std::byte staged[8][64] = {};  // zeroed once: GCC cannot see that each row is written first
+    std::byte* staged_rows[8];
+    for (int k = 0; k < 8; ++k) staged_rows[k] = staged[k];
     for (; p + line_px <= count; p += line_px) {
-      for (std::int64_t h = 0; h < line_px; h += 8) {
-        v8 a[8];
-        load_rows_transposed<R>(pixels, (p + h) * s_px, a);
+      if constexpr (W::size == 2) {
+        for (std::int64_t h = 0; h < line_px; h += 16)
+          scatter16_block<R, W>(pixels, (p + h) * s_px, 8 * s_px, staged_rows, h * W::size, kv);
+      } else {
+        for (std::int64_t h = 0; h < line_px; h += 8) {
+          v8 a[8];
+          load_rows_transposed<R>(pixels, (p + h) * s_px, a);
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k)
-          if (k < kv) W::store(staged[k] + h * W::size, a[k]);
+          for (int k = 0; k < 8; ++k)
+            if (k < kv) W::store(staged[k] + h * W::size, a[k]);
+        }
       }
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k)
@@ -565,6 +655,11 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
           _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size + 32), hi);
         }
     }
+  }
+  if constexpr (W::size == 2) {
+    if (!pf)
+      for (; p + 16 <= count; p += 16)
+        scatter16_block<R, W>(pixels, p * s_px, 8 * s_px, rows, p * W::size, kv);
   }
   for (; p < count; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
 }
@@ -660,18 +755,10 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
       convert_one<R, W>(src + i * se, dst + i * de);
   }
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-  if (nt) {
-    for (; i + 32 <= end; i += 32) {
-      const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
-      W::stream16(dst + i * de, a);
-      W::stream16(dst + (i + 16) * de, b);
-    }
-  } else {
-    for (; i + 32 <= end; i += 32) {
-      const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
-      W::store16(dst + i * de, a);
-      W::store16(dst + (i + 16) * de, b);
-    }
+  for (; i + 32 <= end; i += 32) {
+    const v16 a = R::load16(src + i * se), b = R::load16(src + (i + 16) * se);
+    put16<W>(dst + i * de, a, nt);
+    put16<W>(dst + (i + 16) * de, b, nt);
   }
 #else
   for (; i + 32 <= end; i += 32) {
@@ -685,6 +772,50 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
   for (; i < end; ++i) convert_one<R, W>(src + i * se, dst + i * de);
   if (nt) _mm_sfence();
 }
+
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+// float -> bfloat16 with AVX512_BF16 (isa::avx512_bf16): VCVTNE2PS2BF16 rounds 32 elements to
+// nearest even in one instruction. It flushes subnormal inputs and quiets signalling NaNs, so a
+// block of 32 holding either (one VFPCLASSPS per 16 finds them) takes the integer rounding.
+// The head up to the first aligned line of the target (streaming) and the tail are run_cast's.
+#define FLUIDK_DETAIL_SIMD_BF16_TARGET \
+  __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+template <bool NT>
+FLUIDK_DETAIL_SIMD_BF16_TARGET __attribute__((always_inline)) inline std::int64_t cast_f32_bf16_blocks(
+    const std::byte* src, std::byte* dst, std::int64_t i, std::int64_t end) noexcept {
+  constexpr int special = 0x01 | 0x80 | 0x20;  // quiet NaN, signalling NaN, subnormal
+  for (; i + 32 <= end; i += 32) {
+    const __m512 a = _mm512_loadu_ps(src + i * 4), b = _mm512_loadu_ps(src + (i + 16) * 4);
+    const __mmask16 sa = _mm512_fpclass_ps_mask(a, special), sb = _mm512_fpclass_ps_mask(b, special);
+    if ((sa | sb) == 0) [[likely]] {
+      const __m512i r = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a));  // a in the low half
+      if constexpr (NT)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i * 2), r);
+      else
+        _mm512_storeu_si512(dst + i * 2, r);
+    } else {
+      put16<wr_bf16>(dst + i * 2, a, NT);
+      put16<wr_bf16>(dst + (i + 16) * 2, b, NT);
+    }
+  }
+  return i;
+}
+FLUIDK_DETAIL_SIMD_BF16_TARGET inline void run_cast_f32_bf16_native(const std::byte* src, std::byte* dst,
+                                                                    std::int64_t begin, std::int64_t end,
+                                                                    bool nt) noexcept {
+  std::int64_t i = begin;
+  if (nt) {
+    while (i < end && (reinterpret_cast<std::uintptr_t>(dst + i * 2) & 63) != 0) ++i;
+    run_cast<rd_f32, wr_bf16>(src, dst, begin, i, false);
+    i = cast_f32_bf16_blocks<true>(src, dst, i, end);
+  } else {
+    i = cast_f32_bf16_blocks<false>(src, dst, i, end);
+  }
+  run_cast<rd_f32, wr_bf16>(src, dst, i, end, false);
+  if (nt) _mm_sfence();
+}
+#undef FLUIDK_DETAIL_SIMD_BF16_TARGET
+#endif
 
 // ---- What this level accelerates -----------------------------------------------------------------
 
