@@ -130,7 +130,7 @@ struct layout_job {
   bool s_padded = false;     // the source is blocked: a chunk's 8 lanes may be read past C
   std::int64_t p_block = 0;  // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;
-  std::int64_t group = 1;  // planar -> channels together: full chunks moved together (1 to 8)
+  std::int64_t group = 1;  // planar -> channels together: full chunks moved together (1, 2 or 4)
   bool prefetch = false;   // prefetch in software ahead of the hardware (store_policy::prefetched)
   bool stream = false;     // write with non-temporal stores (every vector store aligned)
 
@@ -151,20 +151,20 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
   j.q_count = j.d_pads ? (c + j.d.block - 1) / j.d.block * j.d.block / 8 : (c + 7) / 8;
   const std::int64_t all = std::max<std::int64_t>(hw, 1);
   if (j.s.kind == side_kind::planar && j.d.kind == side_kind::channels_last) {
-    // Planar -> NHWC: as many chunks of every pixel at a time as fill one cache line of the
-    // target (two of float, four of 16-bit elements), so that each step writes whole lines and
-    // no target line is touched twice. Measured on AMD Zen 4 (float, 64 channels, 3 MiB in the
-    // L3, cached stores): one line a pixel 0.82-0.84x memcpy, two lines (32 source rows in
-    // flight) 0.63-0.70x, four 0.54-0.59x; streamed at 49 MiB, one line 1.4x memcpy, two 1.0x.
-    // When a step fills its lines, a pass over the pixels never comes back to them: the pixels
-    // go as one block (blocks of L2's size were 2-5% slower). Otherwise a block of pixels whose
-    // source rows and target lines stay in L2 (~512 KB) while the next chunks of the same
-    // pixels go by.
-    const std::int64_t line_group = std::max<std::int64_t>(1, 64 / (8 * std::int64_t(de)));
-    j.group = std::clamp<std::int64_t>(c / 8, 1, line_group);
-    if (8 * j.group * std::int64_t(de) >= 64) {
+    // Planar -> NHWC of 4-byte elements: two chunks of every pixel at a time, which fill one
+    // cache line of the target, so that each step writes whole lines and no target line is
+    // touched twice. Measured on AMD Zen 4 (float, 64 channels, 3 MiB in the L3, cached stores):
+    // one line a pixel 0.82-0.84x memcpy, two lines (32 source rows in flight) 0.63-0.70x, four
+    // 0.54-0.59x; streamed at 49 MiB, one line 1.4x memcpy, two 1.0x. Such a pass never comes
+    // back to its pixels: they go as one block (blocks of L2's size were 2-5% slower). Other
+    // element sizes move four chunks at a time, one after the other, over a block of pixels
+    // whose source rows and target lines stay in L2 (~512 KB) while the next chunks of the
+    // same pixels go by.
+    if (se == 4 && de == 4 && c >= 16) {
+      j.group = 2;
       j.p_block = all;
     } else {
+      j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;
       const std::int64_t block =
           (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
       j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));

@@ -447,18 +447,14 @@ FLUIDK_DETAIL_SIMD_INLINE inline void transpose8(v8* r) noexcept {
 
 // ---- Layout transform (fused with a conversion when R and W differ) ---------------------------------
 
-// The chunks of 8 elements that fill a 64-byte line of W's elements.
-template <class W>
-inline constexpr int line_group = W::size >= 8 ? 1 : int(64 / (8 * W::size));
-
 // How far ahead of the stores the target is prefetched: about 8 KB of a target stream.
 inline constexpr std::int64_t target_ahead_bytes = 8192;
 
 // Planar -> channels together for G adjacent full chunks (8G channel rows, row stride s_row),
 // 8 pixels at a time, up to `count` pixels (a multiple of 8). The chunks of a pixel are adjacent
 // in the target (NHWC, or the two halves of an nChw16c block): with the pixels outermost, each
-// step writes all G chunks of its 8 pixels, so a G that fills a line (line_group) writes whole
-// lines and never returns to them. G is a constant so that the rows stay in registers and the
+// step writes all G chunks of its 8 pixels, so a G that fills a line writes whole lines and
+// never returns to them. G is a constant so that the rows stay in registers and the
 // chunk loop unrolls (read from an array indexed at run time, the same loop was 15-25% slower on
 // Zen 4). Streaming, the chunks go by pairs, each pixel's two written back to back: a line is
 // whole before the next is begun, as write-combining needs.
@@ -577,11 +573,23 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
     }
     exact = _mm256_testz_ps(nan, nan) != 0;
   }
-  if (!exact || !W::raw_needs_check) {
+  if constexpr (!W::raw_needs_check) {
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i)
       y[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(W::pack(R::load(pixels[i] + offset))),
                                      W::pack(R::load(pixels[i] + offset + s_px8)), 1);
+  } else if (!exact) {
+    // A NaN (rare): both halves through the 32-bit transpose and the fix-up, not unrolled
+    // (the code is large, and a sanitizer's instrumentation makes it larger).
+#pragma GCC unroll 1
+    for (int half = 0; half < 2; ++half) {
+      v8 a[8];
+      load_rows_transposed<R>(pixels, offset + half * s_px8, a);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k)
+        if (k < kv) W::store(rows[k] + at + half * 8 * W::size, a[k]);
+    }
+    return;
   }
   __m256i t[8], u[8];
 #pragma GCC unroll 4
@@ -683,13 +691,20 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       for (; q + j.group <= full; q += j.group) {
         const std::byte* sq = src + (j.s.chunk(n, q) + p0) * se;
         std::byte* dq = dst + (j.d.chunk(n, q) + p0 * j.d.ps) * de;
-        // The group that fills a target line (make_layout_job's choice for NHWC, and nChw16c of
-        // float) as one constant instance; any other group one chunk at a time.
-        if (j.group == line_group<W>)
-          gather_chunks<R, W, line_group<W>>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
-        else
-          for (std::int64_t g = 0; g < j.group; ++g)
-            gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * de, d_ps, vec, j.prefetch, nt);
+        // The two chunks that fill a target line of 4-byte elements (make_layout_job's choice
+        // for NCHW -> NHWC of float, and nChw16c) as one constant instance, for 4-byte copies
+        // only: each such instance is a large function (under a sanitizer's instrumentation,
+        // more than the rest of the kernels together), and NCHW -> NHWC of float is the one
+        // programs make. The other cases go one chunk at a time.
+        bool grouped = false;
+        if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
+          if (j.group == 2) {
+            gather_chunks<R, W, 2>(sq, s_cs, dq, d_ps, vec, j.prefetch, nt);
+            grouped = true;
+          }
+        }
+        for (std::int64_t g = 0; !grouped && g < j.group; ++g)
+          gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * de, d_ps, vec, j.prefetch, nt);
         // The pixels left over, element by element.
         for (std::int64_t g = 0; g < j.group; ++g)
           for (std::int64_t p = p0 + vec; p < p1; ++p)
