@@ -19,7 +19,24 @@
 #include "fluidk/transforms/detail/cpu_layout.hpp"
 #include "fluidk/transforms/detail/cpu_memory.hpp"
 
-#if FLUIDK_DETAIL_X86_KERNELS
+// Where the vector kernels are compiled. Header-only by default: every translation unit that
+// runs a CPU transform compiles them (several seconds, several times that under sanitizers). A
+// program with many such files can compile them once: FLUIDK_SEPARATE_CPU_KERNELS defined for
+// every file of the program, and one file that defines FLUIDK_CPU_KERNELS_DEFINE before it
+// includes this header (docs/transforms.md, "Compiling the kernels once"). The other files then
+// see only the three functions below that choose a kernel, and call them.
+#if defined(FLUIDK_SEPARATE_CPU_KERNELS) && !defined(FLUIDK_CPU_KERNELS_DEFINE)
+#define FLUIDK_DETAIL_VECTOR_KERNELS_HERE 0
+#else
+#define FLUIDK_DETAIL_VECTOR_KERNELS_HERE 1
+#endif
+#if defined(FLUIDK_SEPARATE_CPU_KERNELS)
+#define FLUIDK_DETAIL_KERNEL_CHOICE
+#else
+#define FLUIDK_DETAIL_KERNEL_CHOICE inline
+#endif
+
+#if FLUIDK_DETAIL_X86_KERNELS && FLUIDK_DETAIL_VECTOR_KERNELS_HERE
 #include <immintrin.h>
 
 // The engines are compiled once per level with the level's target attribute: no -mavx2 (or
@@ -49,8 +66,14 @@ using layout_kernel = void (*)(const layout_job&, const std::byte*, std::byte*, 
                                std::int64_t) noexcept;
 using range_kernel = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t, bool) noexcept;
 
-// The vector kernel of the active level for a bit-copy layout transform, or nullptr.
-inline layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
+// The vector kernel of the active level for a bit-copy layout transform, or nullptr; for a
+// layout transform with a float <-> half conversion, or nullptr; for a cast, or nullptr.
+FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept;
+FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept;
+FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to) noexcept;
+
+#if FLUIDK_DETAIL_VECTOR_KERNELS_HERE
+FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -67,7 +90,7 @@ inline layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
   return nullptr;
 }
 
-inline layout_kernel vector_layout_convert(data_type from, data_type to) noexcept {
+FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -97,7 +120,7 @@ constexpr bool cast_prefers_avx2(data_type from, data_type to) noexcept {
          (from == data_type::float16 && to == data_type::float32);
 }
 
-inline range_kernel vector_cast(data_type from, data_type to) noexcept {
+FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -116,6 +139,7 @@ inline range_kernel vector_cast(data_type from, data_type to) noexcept {
 #endif
   return nullptr;
 }
+#endif  // FLUIDK_DETAIL_VECTOR_KERNELS_HERE
 
 [[noreturn]] inline void no_layout_transform(data_layout from, data_layout to, const dims& shape,
                                              const std::string& why = {}) {
