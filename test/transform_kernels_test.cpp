@@ -665,9 +665,12 @@ const std::vector<kernels::store_policy> policies{
 TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",
           "[transforms][stores]") {
   // Shapes whose rows are whole lines (where streaming applies) and shapes whose are not; a
-  // channel count that is not a multiple of 8 or 16; targets at and off a 64-byte boundary.
+  // channel count that is not a multiple of 8 or 16; targets at and off a 64-byte boundary;
+  // pixel counts around the AVX-512 engine's steps of 8 and 16 pixels, and odd ones, which put
+  // every other nChw8c chunk half a line off (2x16x7x9, 2x24x5x13, 1x32x9x9).
   const std::vector<dims> cases{{1, 64, 8, 8}, {2, 32, 16, 4}, {1, 16, 4, 8},  {1, 24, 8, 4},
-                                {3, 17, 8, 2}, {1, 8, 5, 7},   {2, 40, 3, 16}, {1, 72, 16, 16}};
+                                {3, 17, 8, 2}, {1, 8, 5, 7},   {2, 40, 3, 16}, {1, 72, 16, 16},
+                                {2, 16, 7, 9}, {2, 24, 5, 13}, {1, 32, 9, 9}};
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope isa(level);
     for (kernels::store_policy policy : policies) {
