@@ -766,13 +766,6 @@ FLUIDK_DETAIL_SIMD_INLINE inline void permute(__m512* z, const permute_rounds<Re
   }
 }
 
-FLUIDK_DETAIL_SIMD_INLINE inline void put_line(std::byte* p, __m512 v, bool nt) noexcept {
-  if (nt)
-    _mm512_stream_ps(reinterpret_cast<float*>(p), v);
-  else
-    _mm512_storeu_ps(p, v);
-}
-
 inline bool on_line(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
 
 // Inserting loads: 8 elements of 4 bytes at a, and at b in the upper half. (The zero-masked
@@ -804,7 +797,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather8_lines(const std::byte* s, std::int
     for (int k = 0; k < 4; ++k) z[k] = load_pair8(rows[k] + p * 4, rows[k + 4] + p * 4);
     permute(z, from_planar8);
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) put_line(d + p * 32 + i * 64, z[i], nt);
+    for (int i = 0; i < 4; ++i) put16<wr_f32>(d + p * 32 + i * 64, z[i], nt);
   }
 }
 
@@ -830,7 +823,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter8_lines(const std::byte* s, std::by
     permute(z, to_planar8);
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c)
-      if (c < kv) put_line(rows[c] + p * 4, z[c], nt);
+      if (c < kv) put16<wr_f32>(rows[c] + p * 4, z[c], nt);
   }
   for (; p < count; p += 8) scatter_step<R, W>(pixels, s, 32, rows, p, kv, false);
 }
@@ -851,7 +844,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather16_lines(const std::byte* s, std::in
     for (int k = 0; k < 8; ++k) z[k] = load_pair8(rows[k] + p * 4, rows[k + 8] + p * 4);
     permute(z, from_planar16);
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) put_line(d + (p + i) * d_px, z[i], nt);
+    for (int i = 0; i < 8; ++i) put16<wr_f32>(d + (p + i) * d_px, z[i], nt);
   }
 }
 #endif
@@ -863,8 +856,8 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
   const bool nt = W::streams && j.stream;
   const bool s_planar = j.s.kind == side_kind::planar, d_planar = j.d.kind == side_kind::planar;
   const std::int64_t s_ps = j.s.ps * se, s_cs = j.s.cs * se, d_ps = j.d.ps * de, d_cs = j.d.cs * de;
-  // 4-byte copies between planar and nChw8c on the AVX-512 engine: 16 pixels a step, a line a
-  // store (unless the prefetching policy is forced: that is the AVX2 transposes').
+  // 4-byte copies take the AVX-512 engine's permutes (gather8_lines, gather16_lines,
+  // scatter8_lines), unless the prefetching policy is forced: that is the AVX2 transposes'.
   [[maybe_unused]] constexpr bool copies32 =
       FLUIDK_DETAIL_SIMD_LEVEL >= 3 && std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>;
   alignas(32) static const std::int32_t lane_masks[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
@@ -919,16 +912,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       std::int64_t p = p0;
       if (s_planar) {
         if (kt == 8) {
-          bool lined = false;
-#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-          if constexpr (copies32) {
-            if (!j.prefetch && d_ps == 32 && kv == 8) {
-              gather8_lines<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, vec, nt);
-              lined = true;
-            }
-          }
-#endif
-          if (!lined) gather_partial<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, d_ps, vec, kv, j.prefetch, nt);
+          gather_partial<R, W>(sq + p0 * se, s_cs, dq + p0 * d_ps, d_ps, vec, kv, j.prefetch, nt);
           p += vec;
         }
       } else if (d_planar) {
