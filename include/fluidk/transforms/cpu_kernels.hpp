@@ -124,7 +124,7 @@ FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type t
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
-      if (from == data_type::float32 && to == data_type::bfloat16) return &avx512::run_cast_f32_bf16_native;
+      if (from == data_type::float32 && to == data_type::bfloat16) return avx512::run_cast_f32_bf16_native;
       [[fallthrough]];
     case isa::avx512:
       return cast_prefers_avx2(from, to) ? avx2::cast_kernel(from, to) : avx512::cast_kernel(from, to);

@@ -982,9 +982,13 @@ FLUIDK_DETAIL_SIMD_TARGET std::int64_t cast_blocks(const std::byte* src, std::by
   return i;
 }
 
-// Elements [begin, end) from src to dst. Streaming (nt), the head is converted one by one up to
-// the first 64-byte boundary of the target, so that every vector store after it is aligned.
-template <class R, class W>
+using blocks_fn = std::int64_t (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t) noexcept;
+
+// Elements [begin, end) from src to dst, the blocks of 32 by Cached or Streamed (nt). Streaming,
+// the head is converted one by one up to the first 64-byte boundary of the target, so that every
+// vector store after it is aligned.
+template <class R, class W, blocks_fn Cached = &cast_blocks<R, W, false>,
+          blocks_fn Streamed = &cast_blocks<R, W, true>>
 FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, std::int64_t begin,
                                         std::int64_t end, bool nt) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
@@ -993,7 +997,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
     for (; i < end && (reinterpret_cast<std::uintptr_t>(dst + i * de) & 63) != 0; ++i)
       convert_one<R, W>(src + i * se, dst + i * de);
   }
-  i = nt ? cast_blocks<R, W, true>(src, dst, i, end) : cast_blocks<R, W, false>(src, dst, i, end);
+  i = nt ? Streamed(src, dst, i, end) : Cached(src, dst, i, end);
   for (; i + 8 <= end; i += 8) W::store(dst + i * de, R::load(src + i * se));
   for (; i < end; ++i) convert_one<R, W>(src + i * se, dst + i * de);
   if (nt) _mm_sfence();
@@ -1003,7 +1007,8 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
 // float -> bfloat16 with AVX512_BF16 (isa::avx512_bf16): VCVTNE2PS2BF16 rounds 32 elements to
 // nearest even in one instruction. It flushes subnormal inputs and quiets signalling NaNs, so a
 // block of 32 holding either (one VFPCLASSPS per 16 finds them) takes the integer rounding.
-// The head up to the first aligned line of the target (streaming) and the tail are run_cast's.
+// The head up to the first aligned line of the target (streaming) and the tail are run_cast's,
+// which calls these blocks (not inlined: they need the AVX512_BF16 target).
 #define FLUIDK_DETAIL_SIMD_BF16_TARGET \
   __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 // cast_blocks<rd_f32, wr_bf16, NT> with the conversion in one instruction.
@@ -1028,18 +1033,8 @@ FLUIDK_DETAIL_SIMD_BF16_TARGET inline std::int64_t cast_f32_bf16_blocks(const st
   }
   return i;
 }
-FLUIDK_DETAIL_SIMD_BF16_TARGET inline void run_cast_f32_bf16_native(const std::byte* src, std::byte* dst,
-                                                                    std::int64_t begin, std::int64_t end,
-                                                                    bool nt) noexcept {
-  std::int64_t i = begin;
-  if (nt) {
-    while (i < end && (reinterpret_cast<std::uintptr_t>(dst + i * 2) & 63) != 0) ++i;
-    run_cast<rd_f32, wr_bf16>(src, dst, begin, i, false);
-  }
-  i = nt ? cast_f32_bf16_blocks<true>(src, dst, i, end) : cast_f32_bf16_blocks<false>(src, dst, i, end);
-  run_cast<rd_f32, wr_bf16>(src, dst, i, end, false);
-  if (nt) _mm_sfence();
-}
+inline constexpr auto run_cast_f32_bf16_native =
+    &run_cast<rd_f32, wr_bf16, &cast_f32_bf16_blocks<false>, &cast_f32_bf16_blocks<true>>;
 #undef FLUIDK_DETAIL_SIMD_BF16_TARGET
 #endif
 
