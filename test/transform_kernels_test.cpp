@@ -784,9 +784,15 @@ TEST_CASE("NCHW -> NHWC of float moves the two chunks that fill a target line pe
   CHECK(j.p_block == 12544);
   // Other element sizes, and too few channels to fill a line: blocks of pixels that stay in L2
   // while the chunks go by.
-  for (const auto& [c, elem] : {std::pair<std::int64_t, std::size_t>{64, 2}, {64, 1}, {8, 4}}) {
+  struct other_case {
+    std::int64_t c;
+    std::size_t elem;
+    std::int64_t group;  // full chunks taken together: 4 from 32 channels, 1 under 16
+  };
+  for (const other_case& k : {other_case{64, 2, 4}, {64, 1, 4}, {8, 4, 1}}) {
     const d::layout_job other =
-        d::make_layout_job(data_layout::nchw, data_layout::nhwc, 1, c, 1 << 20, elem, elem);
+        d::make_layout_job(data_layout::nchw, data_layout::nhwc, 1, k.c, 1 << 20, k.elem, k.elem);
+    CHECK(other.group == k.group);
     CHECK(other.p_block < (1 << 20));
   }
 }

@@ -812,9 +812,9 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter8_lines(const std::byte* s, std::by
   const std::byte* pixels[8];
   for (int i = 0; i < 8; ++i) pixels[i] = s + i * 32;
   std::int64_t p = 0;
-  if (nt && !on_line(d)) {
-    for (; p < std::min<std::int64_t>(8, count); p += 8)
-      scatter_step<R, W>(pixels, s, 32, rows, p, kv, false);
+  if (nt && !on_line(d) && count >= 8) {
+    scatter_step<R, W>(pixels, s, 32, rows, 0, kv, false);
+    p = 8;
   }
   for (; p + 16 <= count; p += 16) {
     __m512 z[8];
@@ -858,8 +858,8 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
   const std::int64_t s_ps = j.s.ps * se, s_cs = j.s.cs * se, d_ps = j.d.ps * de, d_cs = j.d.cs * de;
   // 4-byte copies take the AVX-512 engine's permutes (gather8_lines, gather16_lines,
   // scatter8_lines), unless the prefetching policy is forced: that is the AVX2 transposes'.
-  [[maybe_unused]] constexpr bool copies32 =
-      FLUIDK_DETAIL_SIMD_LEVEL >= 3 && std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>;
+  constexpr bool copy4 = std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>;
+  [[maybe_unused]] constexpr bool copies32 = FLUIDK_DETAIL_SIMD_LEVEL >= 3 && copy4;
   alignas(32) static const std::int32_t lane_masks[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                                           0,  0,  0,  0,  0,  0,  0,  0};
   for (std::int64_t item = begin; item < end; ++item) {
@@ -878,7 +878,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
         // more than the rest of the kernels together), and NCHW -> NHWC of float is the one
         // programs make. The other cases go one chunk at a time.
         bool grouped = false;
-        if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
+        if constexpr (copy4) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
           if (j.group == 1 && d_ps == 32 && !j.prefetch) {
             gather8_lines<R, W>(sq, s_cs, dq, vec, nt);
