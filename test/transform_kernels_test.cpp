@@ -725,8 +725,9 @@ TEST_CASE(
             }
           }
         }
-      // Fused: large enough to split between two threads, rows of whole lines and not.
-      for (const dims& s : {dims{2, 24, 48, 32}, dims{1, 40, 61, 67}})
+      // Fused: large enough to split between two threads, rows of whole lines and not, and a
+      // last chunk of 5 channels in rows of several 16-pixel blocks.
+      for (const dims& s : {dims{2, 24, 48, 32}, dims{1, 40, 61, 67}, dims{1, 21, 7, 9}})
         for (data_layout a : layouts4d)
           for (data_layout b : layouts4d) {
             if (a == b) continue;

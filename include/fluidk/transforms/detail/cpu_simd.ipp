@@ -124,8 +124,12 @@ FLUIDK_DETAIL_SIMD_INLINE inline v16 f16_to_f32(__m256i h) noexcept {
   }
   return f;
 }
+// The conversion alone: right for every lane but signalling NaNs.
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_f16_raw(v16 v) noexcept {
+  return _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_f16(v16 v) noexcept {
-  __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256i h = f32_to_f16_raw(v);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   if (nan != 0) {
     const __m512i b = _mm512_castps_si512(v);
@@ -138,10 +142,16 @@ FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_f16(v16 v) noexcept {
   }
   return h;
 }
+FLUIDK_DETAIL_SIMD_INLINE inline __m512i f32_to_bf16_lanes(__m512i b) noexcept {
+  const __m512i odd = _mm512_and_si512(srl32(b, 16), _mm512_set1_epi32(1));
+  return srl32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+}
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_bf16_raw(v16 v) noexcept {
+  return narrow32(f32_to_bf16_lanes(_mm512_castps_si512(v)));
+}
 FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_bf16(v16 v) noexcept {
   const __m512i b = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(srl32(b, 16), _mm512_set1_epi32(1));
-  __m512i r = srl32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  __m512i r = f32_to_bf16_lanes(b);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   if (nan != 0) {
     const __m512i top = srl32(b, 16);
@@ -319,6 +329,7 @@ struct wr_f16 : wr_16bit<wr_f16> {
   }
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_f16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m256i pack_raw(v16 v) noexcept { return f32_to_f16_raw(v); }
 #endif
 };
 struct wr_bf16 : wr_16bit<wr_bf16> {
@@ -328,6 +339,7 @@ struct wr_bf16 : wr_16bit<wr_bf16> {
   FLUIDK_DETAIL_SIMD_INLINE static __m128i pack_raw(v8 v) noexcept { return f32_to_bf16_raw(v); }
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   FLUIDK_DETAIL_SIMD_INLINE static __m256i pack(v16 v) noexcept { return f32_to_bf16(v); }
+  FLUIDK_DETAIL_SIMD_INLINE static __m256i pack_raw(v16 v) noexcept { return f32_to_bf16_raw(v); }
 #endif
 };
 struct wr_b8 {
@@ -445,6 +457,127 @@ FLUIDK_DETAIL_SIMD_INLINE inline void transpose8(v8* r) noexcept {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+// ---- Transposes by two-register permutes ----------------------------------------------------------
+// Copies of 4-byte elements between planar and channels-together layouts on Regs zmm registers of
+// 16 lanes: log2(Regs) rounds of two-source permutes (VPERMT2PS), each exchanging one bit of the
+// register number with one bit of the lane number, the last also putting the lanes in their final
+// order. 8 permutes and 4 inserting loads per 256 bytes (or 12 permutes, loading whole lines),
+// against 16 in-lane shuffles and 8 inserting loads in AVX2's 8x8 transposes: shuffles are what the
+// layout transforms wait on from the L3. On Zen 4 (float, 3 MiB, one thread, the AVX2 kernels'
+// figure first): NCHW -> NHWC 0.82x -> 0.88x memcpy, NCHW -> nChw8c 0.82x -> 0.87x, nChw8c -> NCHW
+// 0.82x -> 0.89x. The same rounds run on ymm registers of 16 two-byte lanes (VPERMT2W), from a plan
+// with 16-bit indices (scatter16_lines).
+template <int Regs, class Index = std::int32_t>
+struct permute_rounds {
+  static_assert(Regs == 4 || Regs == 8);
+  static constexpr int count = Regs == 4 ? 2 : 3;
+  // Per round, the permute for the output register whose exchanged bit is 0, and for the one
+  // whose bit is 1: lane l takes lane index[l] of the pair (16 and up: of the second register).
+  alignas(64) Index index[count][2][16]{};
+};
+
+// The rounds for a transpose where lane l of output register r is input lane source(r, l), as
+// register * 16 + lane. Only a permutation of the bits of (register, lane) has such rounds; any
+// other mapping stops the compilation here.
+template <int Regs, class Index = std::int32_t, class Source>
+consteval permute_rounds<Regs, Index> plan_permute_rounds(Source source) {
+  constexpr int count = permute_rounds<Regs, Index>::count;
+  permute_rounds<Regs, Index> plan;
+  int at[Regs][16]{};        // at[r][l]: the input position now in lane l of register r
+  int out_reg[Regs * 16]{};  // the output register of each input position
+  for (int r = 0; r < Regs; ++r)
+    for (int l = 0; l < 16; ++l) {
+      at[r][l] = r * 16 + l;
+      out_reg[source(r, l)] = r;
+    }
+  for (int s = 0; s < count; ++s) {
+    int next[Regs][16]{};
+    if (s + 1 < count) {
+      // The lane bit that holds bit s of every element's output register trades places with
+      // register bit s.
+      int lb = -1;
+      for (int l = 0; l < 4 && lb < 0; ++l) {
+        bool holds = true;
+        for (int r = 0; r < Regs; ++r)
+          for (int ln = 0; ln < 16; ++ln) holds = holds && ((out_reg[at[r][ln]] >> s) & 1) == ((ln >> l) & 1);
+        if (holds) lb = l;
+      }
+      if (lb < 0) throw "not a permutation of the bits of (register, lane)";
+      for (int r = 0; r < Regs; ++r)
+        for (int ln = 0; ln < 16; ++ln) {
+          const int bit = (r >> s) & 1, from = (ln >> lb) & 1, lane = (ln & ~(1 << lb)) | (bit << lb);
+          next[r][ln] = at[(r & ~(1 << s)) | (from << s)][lane];
+          plan.index[s][bit][ln] = static_cast<Index>(from * 16 + lane);
+        }
+    } else {
+      // The last round takes each output lane from where it is, the same for every pair.
+      for (int r = 0; r < Regs; ++r)
+        for (int ln = 0; ln < 16; ++ln) {
+          const int bit = (r >> s) & 1, a = r & ~(1 << s), want = source(r, ln);
+          int found = -1;
+          for (int k = 0; k < 32; ++k)
+            if (at[k < 16 ? a : a | (1 << s)][k % 16] == want) found = k;
+          // The pair a = 0 sets the permute; every other pair must take the same.
+          if (found < 0 || (a != 0 && plan.index[s][bit][ln] != found))
+            throw "the last round differs between register pairs";
+          plan.index[s][bit][ln] = static_cast<Index>(found);
+          next[r][ln] = want;
+        }
+    }
+    for (int r = 0; r < Regs; ++r)
+      for (int ln = 0; ln < 16; ++ln) at[r][ln] = next[r][ln];
+  }
+  return plan;
+}
+
+// nChw8c -> planar: register i holds pixels 2i and 2i + 1 (8 channels each); out: channel c's
+// 16 pixels. The same for 4-byte lanes (a zmm register) and for 2-byte lanes (a ymm register).
+inline constexpr auto from_pixel_pairs = [](int c, int p) { return (p >> 1) * 16 + (p & 1) * 8 + c; };
+inline constexpr permute_rounds<8> to_planar8 = plan_permute_rounds<8>(from_pixel_pairs);
+inline constexpr permute_rounds<8, std::int16_t> to_planar8_words =
+    plan_permute_rounds<8, std::int16_t>(from_pixel_pairs);
+// Planar -> nChw8c: register k holds 8 pixels of channels k and k + 4; out: pixels 2i and
+// 2i + 1.
+inline constexpr permute_rounds<4> from_planar8 = plan_permute_rounds<4>([](int i, int l) {
+  const int p = 2 * i + (l >> 3), c = l & 7;
+  return (c & 3) * 16 + (c >> 2) * 8 + p;
+});
+// Planar -> 16 channels together (NHWC's line of float, nChw16c's block): register k holds 8
+// pixels of channels k and k + 8; out: pixel p's 16 channels.
+inline constexpr permute_rounds<8> from_planar16 =
+    plan_permute_rounds<8>([](int p, int c) { return (c & 7) * 16 + (c >> 3) * 8 + p; });
+
+FLUIDK_DETAIL_SIMD_INLINE inline __m512i load_index(const std::int32_t* p) noexcept {
+  return _mm512_load_si512(p);
+}
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i load_index(const std::int16_t* p) noexcept {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+FLUIDK_DETAIL_SIMD_INLINE inline __m512 permute_pair(__m512 a, __m512i index, __m512 b) noexcept {
+  return _mm512_permutex2var_ps(a, index, b);
+}
+FLUIDK_DETAIL_SIMD_INLINE inline __m256i permute_pair(__m256i a, __m256i index, __m256i b) noexcept {
+  return _mm256_permutex2var_epi16(a, index, b);
+}
+
+template <class V, int Regs, class Index>
+FLUIDK_DETAIL_SIMD_INLINE inline void permute(V* z, const permute_rounds<Regs, Index>& plan) noexcept {
+#pragma GCC unroll 3
+  for (int s = 0; s < permute_rounds<Regs, Index>::count; ++s) {
+    const auto lo = load_index(plan.index[s][0]), hi = load_index(plan.index[s][1]);
+#pragma GCC unroll 8
+    for (int a = 0; a < Regs; ++a) {
+      if (a & (1 << s)) continue;
+      const V x = permute_pair(z[a], lo, z[a | (1 << s)]);
+      z[a | (1 << s)] = permute_pair(z[a], hi, z[a | (1 << s)]);
+      z[a] = x;
+    }
+  }
+}
+
+#endif
+
 // ---- Layout transform (fused with a conversion when R and W differ) ---------------------------------
 
 // How far ahead of the stores the target is prefetched: about 8 KB of a target stream.
@@ -547,6 +680,48 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_step(const std::byte* const* pixel
     if (k < kv) W::store(rows[k] + p * W::size, a[k]);
 }
 
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+// Readers of 16 elements and writers of 16 lanes into 16-bit elements (float, float16 and
+// bfloat16 into float16 or bfloat16).
+template <class R, class W>
+concept packs16 = requires(const std::byte* p, v16 v) {
+  R::load16(p);
+  W::pack_raw(v);
+};
+
+// scatter16_block where the 16 pixels are contiguous, 8 lanes each (an nChw8c source): two pixels
+// a 512-bit load, converted to one register of 16 halves, and to_planar8's three rounds as 16-bit
+// two-register permutes. Against the AVX2 block: 8 conversions of 16 lanes instead of 16 of 8, no
+// inserts, the NaN test on masks (one compare per four pixels), and 24 permutes for 24 unpacks.
+// The fused nChw8c float -> NCHW float16 pass on Zen 4, one thread: 68 -> 86 GB/s at 3 MiB.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_lines(const std::byte* s, std::byte* const* rows,
+                                                      std::int64_t at, std::int64_t kv) noexcept {
+  v16 z[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) z[i] = R::load16(s + i * 16 * R::size);
+  bool nan = false;
+  if constexpr (W::raw_needs_check) {
+    __mmask16 m = 0;
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) m |= _mm512_cmp_ps_mask(z[i], z[i + 1], _CMP_UNORD_Q);
+    nan = m != 0;
+  }
+  __m256i y[8];
+  if (nan) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) y[i] = W::pack(z[i]);
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) y[i] = W::pack_raw(z[i]);
+  }
+  permute(y, to_planar8_words);
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; ++c)
+    if (c < kv) _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[c] + at), y[c]);
+}
+#endif
+
 // 16 pixels of scatter_chunk into 16-bit rows (W::size == 2): each pixel's 8 lanes are packed
 // (converted) to 8 elements first, pixels i and i + 8 share a register, and three rounds of
 // 16-bit unpacks in each 128-bit lane leave a row's 16 pixels in one register for one 32-byte
@@ -559,6 +734,14 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
                                                       std::int64_t s_px8, std::byte* const* rows,
                                                       std::int64_t at, std::int64_t kv) noexcept {
   static_assert(W::size == 2);
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  if constexpr (packs16<R, W>) {
+    if (s_px8 == 64 * R::size) {
+      scatter16_lines<R, W>(pixels[0] + offset, rows, at, kv);
+      return;
+    }
+  }
+#endif
   __m256i y[8];
   // Where the conversion has a NaN fix-up, the block is looked at for NaNs once (one compare per
   // two pixels) and converted without the fix-up; if it holds one (rare), both halves go through
@@ -664,108 +847,6 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
 }
 
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-// ---- 512-bit transposes of 4-byte elements ----------------------------------------------------------
-// Copies of 4-byte elements between planar and channels-together layouts on Regs zmm registers
-// of 16 lanes: log2(Regs) rounds of two-source permutes (VPERMT2PS), each exchanging one bit of
-// the register number with one bit of the lane number, the last also putting the lanes in their
-// final order. 8 permutes and 4 inserting loads per 256 bytes (or 12 permutes, loading whole
-// lines), against 16 in-lane shuffles and 8 inserting loads in AVX2's 8x8 transposes: shuffles
-// are what the layout transforms wait on from the L3. On Zen 4 (float, 3 MiB, one thread, the
-// AVX2 kernels' figure first): NCHW -> NHWC 0.82x -> 0.88x memcpy, NCHW -> nChw8c 0.82x ->
-// 0.87x, nChw8c -> NCHW 0.82x -> 0.89x.
-template <int Regs>
-struct permute_rounds {
-  static_assert(Regs == 4 || Regs == 8);
-  static constexpr int count = Regs == 4 ? 2 : 3;
-  // Per round, the permute for the output register whose exchanged bit is 0, and for the one
-  // whose bit is 1: lane l takes lane index[l] of the pair (16 and up: of the second register).
-  alignas(64) std::int32_t index[count][2][16]{};
-};
-
-// The rounds for a transpose where lane l of output register r is input lane source(r, l), as
-// register * 16 + lane. Only a permutation of the bits of (register, lane) has such rounds; any
-// other mapping stops the compilation here.
-template <int Regs, class Source>
-consteval permute_rounds<Regs> plan_permute_rounds(Source source) {
-  constexpr int count = permute_rounds<Regs>::count;
-  permute_rounds<Regs> plan;
-  int at[Regs][16]{};        // at[r][l]: the input position now in lane l of register r
-  int out_reg[Regs * 16]{};  // the output register of each input position
-  for (int r = 0; r < Regs; ++r)
-    for (int l = 0; l < 16; ++l) {
-      at[r][l] = r * 16 + l;
-      out_reg[source(r, l)] = r;
-    }
-  for (int s = 0; s < count; ++s) {
-    int next[Regs][16]{};
-    if (s + 1 < count) {
-      // The lane bit that holds bit s of every element's output register trades places with
-      // register bit s.
-      int lb = -1;
-      for (int l = 0; l < 4 && lb < 0; ++l) {
-        bool holds = true;
-        for (int r = 0; r < Regs; ++r)
-          for (int ln = 0; ln < 16; ++ln) holds = holds && ((out_reg[at[r][ln]] >> s) & 1) == ((ln >> l) & 1);
-        if (holds) lb = l;
-      }
-      if (lb < 0) throw "not a permutation of the bits of (register, lane)";
-      for (int r = 0; r < Regs; ++r)
-        for (int ln = 0; ln < 16; ++ln) {
-          const int bit = (r >> s) & 1, from = (ln >> lb) & 1, lane = (ln & ~(1 << lb)) | (bit << lb);
-          next[r][ln] = at[(r & ~(1 << s)) | (from << s)][lane];
-          plan.index[s][bit][ln] = from * 16 + lane;
-        }
-    } else {
-      // The last round takes each output lane from where it is, the same for every pair.
-      for (int r = 0; r < Regs; ++r)
-        for (int ln = 0; ln < 16; ++ln) {
-          const int bit = (r >> s) & 1, a = r & ~(1 << s), want = source(r, ln);
-          int found = -1;
-          for (int k = 0; k < 32; ++k)
-            if (at[k < 16 ? a : a | (1 << s)][k % 16] == want) found = k;
-          // The pair a = 0 sets the permute; every other pair must take the same.
-          if (found < 0 || (a != 0 && plan.index[s][bit][ln] != found))
-            throw "the last round differs between register pairs";
-          plan.index[s][bit][ln] = found;
-          next[r][ln] = want;
-        }
-    }
-    for (int r = 0; r < Regs; ++r)
-      for (int ln = 0; ln < 16; ++ln) at[r][ln] = next[r][ln];
-  }
-  return plan;
-}
-
-// nChw8c -> planar: register i holds pixels 2i and 2i + 1 (8 channels each); out: channel c's
-// 16 pixels.
-inline constexpr permute_rounds<8> to_planar8 =
-    plan_permute_rounds<8>([](int c, int p) { return (p >> 1) * 16 + (p & 1) * 8 + c; });
-// Planar -> nChw8c: register k holds 8 pixels of channels k and k + 4; out: pixels 2i and
-// 2i + 1.
-inline constexpr permute_rounds<4> from_planar8 = plan_permute_rounds<4>([](int i, int l) {
-  const int p = 2 * i + (l >> 3), c = l & 7;
-  return (c & 3) * 16 + (c >> 2) * 8 + p;
-});
-// Planar -> 16 channels together (NHWC's line of float, nChw16c's block): register k holds 8
-// pixels of channels k and k + 8; out: pixel p's 16 channels.
-inline constexpr permute_rounds<8> from_planar16 =
-    plan_permute_rounds<8>([](int p, int c) { return (c & 7) * 16 + (c >> 3) * 8 + p; });
-
-template <int Regs>
-FLUIDK_DETAIL_SIMD_INLINE inline void permute(__m512* z, const permute_rounds<Regs>& plan) noexcept {
-#pragma GCC unroll 3
-  for (int s = 0; s < permute_rounds<Regs>::count; ++s) {
-    const __m512i lo = _mm512_load_si512(plan.index[s][0]), hi = _mm512_load_si512(plan.index[s][1]);
-#pragma GCC unroll 8
-    for (int a = 0; a < Regs; ++a) {
-      if (a & (1 << s)) continue;
-      const __m512 x = _mm512_permutex2var_ps(z[a], lo, z[a | (1 << s)]);
-      z[a | (1 << s)] = _mm512_permutex2var_ps(z[a], hi, z[a | (1 << s)]);
-      z[a] = x;
-    }
-  }
-}
-
 inline bool on_line(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
 
 // Inserting loads: 8 elements of 4 bytes at a, and at b in the upper half. (The zero-masked
@@ -1067,11 +1148,15 @@ inline range_fn cast_kernel(data_type from, data_type to) noexcept {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
 // Layout transforms are bound by memory, and by shuffles in the caches: the AVX2 kernels serve
 // this level too (which also halves what the kernels compile), except copies of 4-byte elements
-// between planar and channels-together layouts, whose 512-bit transposes take fewer shuffles.
+// between planar and channels-together layouts, whose 512-bit transposes take fewer shuffles,
+// and float into the half types, whose nChw8c -> planar blocks convert 16 lanes at a time and
+// transpose with 16-bit permutes (scatter16_lines).
 inline layout_fn layout_copy_kernel(std::size_t elem_size) noexcept {
   return elem_size == 4 ? &run_layout<rd_b32, wr_b32> : avx2::layout_copy_kernel(elem_size);
 }
 inline layout_fn layout_convert_kernel(data_type from, data_type to) noexcept {
+  if (from == data_type::float32 && to == data_type::float16) return &run_layout<rd_f32, wr_f16>;
+  if (from == data_type::float32 && to == data_type::bfloat16) return &run_layout<rd_f32, wr_bf16>;
   return avx2::layout_convert_kernel(from, to);
 }
 #else
