@@ -1167,7 +1167,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
 // float -> bfloat16 with AVX512_BF16 (isa::avx512_bf16): VCVTNE2PS2BF16 rounds 32 elements to
 // nearest even in one instruction. It flushes subnormal inputs and quiets signalling NaNs, so a
-// block of 32 holding either (one VFPCLASSPS per 8 finds them) takes the integer rounding.
+// block of 32 holding either (one VFPCLASSPS per 16 finds them) takes the integer rounding.
 // The head up to the first aligned line of the target (streaming) and the tail are run_cast's,
 // which calls these blocks (not inlined: they need the AVX512_BF16 target).
 #define FLUIDK_DETAIL_SIMD_BF16_TARGET \
@@ -1178,23 +1178,18 @@ FLUIDK_DETAIL_SIMD_BF16_TARGET inline std::int64_t cast_f32_bf16_blocks(const st
                                                                         std::int64_t i,
                                                                         std::int64_t end) noexcept {
   constexpr int special = 0x01 | 0x80 | 0x20;  // quiet NaN, signalling NaN, subnormal
-  // 256-bit loads, conversions and stores: on Zen 4 from the L3 (3 MiB, harness) 1.06x memcpy
-  // against 1.04x for the 512-bit ones, and no slower from the L2.
   for (; i + 32 <= end; i += 32) {
-    const v8 a = _mm256_loadu_ps(reinterpret_cast<const float*>(src + i * 4));
-    const v8 b = _mm256_loadu_ps(reinterpret_cast<const float*>(src + (i + 8) * 4));
-    const v8 c = _mm256_loadu_ps(reinterpret_cast<const float*>(src + (i + 16) * 4));
-    const v8 e = _mm256_loadu_ps(reinterpret_cast<const float*>(src + (i + 24) * 4));
-    // The masks combined in mask registers (OR-ed as integers, GCC moves each to a GPR first).
-    if (_kortestz_mask8_u8(
-            _kor_mask8(_mm256_fpclass_ps_mask(a, special), _mm256_fpclass_ps_mask(b, special)),
-            _kor_mask8(_mm256_fpclass_ps_mask(c, special), _mm256_fpclass_ps_mask(e, special)))) [[likely]] {
-      // The first of each pair in the low half.
-      put_packed(dst + i * 2, reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(b, a)), NT);
-      put_packed(dst + (i + 16) * 2, reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(e, c)), NT);
+    const __m512 a = _mm512_loadu_ps(src + i * 4), b = _mm512_loadu_ps(src + (i + 16) * 4);
+    if (_kortestz_mask16_u8(_mm512_fpclass_ps_mask(a, special), _mm512_fpclass_ps_mask(b, special)))
+        [[likely]] {
+      const __m512i r = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a));  // a in the low half
+      if constexpr (NT)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i * 2), r);
+      else
+        _mm512_storeu_si512(dst + i * 2, r);
     } else {
-      put2<wr_bf16>(dst + i * 2, a, b, NT);
-      put2<wr_bf16>(dst + (i + 16) * 2, c, e, NT);
+      put16<wr_bf16>(dst + i * 2, a, NT);
+      put16<wr_bf16>(dst + (i + 16) * 2, b, NT);
     }
   }
   return i;
