@@ -425,9 +425,14 @@ FLUIDK_DETAIL_SIMD_INLINE inline void put16(std::byte* p, v16 v, bool nt) noexce
   else
     W::store16(p, v);
 }
+// loads_raw on 16 lanes.
+template <class R>
+concept loads16_raw = requires(const std::byte* p) {
+  R::load16_raw(p);
+};
 template <class R>
 FLUIDK_DETAIL_SIMD_INLINE inline v16 load16_if_no_nan(const std::byte* p) noexcept {
-  if constexpr (requires { R::load16_raw(p); })
+  if constexpr (loads16_raw<R>)
     return R::load16_raw(p);
   else
     return R::load16(p);
@@ -1103,8 +1108,8 @@ template <class R, class W, bool NT>
 FLUIDK_DETAIL_SIMD_TARGET std::int64_t cast_blocks(const std::byte* src, std::byte* dst, std::int64_t i,
                                                    std::int64_t end) noexcept {
   constexpr std::int64_t se = R::size, de = W::size;
-  constexpr bool raw = loads_raw<R> || packs_raw<W>;
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  constexpr bool raw = loads16_raw<R> || packs_raw<W>;
   for (; i + 32 <= end; i += 32) {
     if constexpr (raw) {
       const v16 a = load16_if_no_nan<R>(src + i * se), b = load16_if_no_nan<R>(src + (i + 16) * se);
@@ -1120,6 +1125,7 @@ FLUIDK_DETAIL_SIMD_TARGET std::int64_t cast_blocks(const std::byte* src, std::by
     put16<W>(dst + (i + 16) * de, b, NT);
   }
 #else
+  constexpr bool raw = loads_raw<R> || packs_raw<W>;
   for (; i + 32 <= end; i += 32) {
     if constexpr (raw) {
       const v8 a = load_if_no_nan<R>(src + i * se), b = load_if_no_nan<R>(src + (i + 8) * se);
