@@ -237,6 +237,7 @@ void describe() {
       std::string(kernels::name_of(kernels::active_isa())).c_str(),
       std::string(kernels::name_of(kernels::detected_isa())).c_str(), caches.l1d >> 10, caches.l2 >> 10,
       caches.llc >> 20, caches.llc_sharing, int(caches.source.size()), caches.source.data());
+  std::printf("NCHW -> NHWC walks: %s\n", std::string(kernels::name_of(kernels::active_nhwc_walk())).c_str());
   std::printf(
       "store policy by size (layout transforms of float write the size, casts to 16 bits half of it):\n");
   for (const size_case& c : sweep())

@@ -777,12 +777,120 @@ TEST_CASE("the store policy follows the cache sizes, and can be forced and resto
   CHECK(kernels::name_of(kernels::store_policy::prefetched) == "prefetched");
 }
 
+TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give the naive transform's bytes",
+          "[transforms][stores]") {
+  // Pixel counts below, at and around the 32-pixel blocks (a last block of 1, 7 or 8 pixels),
+  // channel counts that fill target lines and that do not, and threads that split the blocks.
+  const std::vector<dims> cases{{1, 64, 5, 13}, {2, 16, 8, 4}, {1, 24, 7, 9}, {2, 40, 5, 8},
+                                {1, 48, 1, 33}, {1, 8, 3, 13}, {3, 72, 9, 9}};
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
+      kernels::nhwc_walk_scope walking(walk);
+      REQUIRE(kernels::active_nhwc_walk() == walk);
+      for (kernels::store_policy policy : policies) {
+        kernels::store_policy_scope stores(policy);
+        for (const dims& s : cases) {
+          for (std::size_t elem : {1, 2, 4, 8})
+            for (int threads : {1, 2}) {
+              INFO(describe(data_layout::nchw, data_layout::nhwc, s, elem)
+                   << " walk " << kernels::name_of(walk) << " stores " << kernels::name_of(policy)
+                   << " threads " << threads);
+              const bytes src = random_bytes(std::size_t(storage_of(data_layout::nchw, s)) * elem, 37);
+              CHECK(difference(run_reorder(src, data_layout::nchw, data_layout::nhwc, s, elem, threads),
+                               naive_reorder(src, data_layout::nchw, data_layout::nhwc, s, elem)) == "");
+            }
+          // float into the half types, fused.
+          const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
+          const bytes src = to_bytes(samples<float>(n, 39));
+          for (data_type to : {data_type::float16, data_type::bfloat16}) {
+            INFO(describe(data_layout::nchw, data_layout::nhwc, s)
+                 << " float -> " << name_of(to) << " walk " << kernels::name_of(walk));
+            const bytes expected = run_cast(run_reorder(src, data_layout::nchw, data_layout::nhwc, s, 4),
+                                            data_type::float32, to, n);
+            bytes got(n * size_of(to), std::byte{0xEE});
+            kernels::reorder_cast(cp(src), data_layout::nchw, data_type::float32, mp(got), data_layout::nhwc,
+                                  to, s, 2);
+            CHECK(difference(got, expected) == "");
+          }
+        }
+      }
+    }
+  }
+  // The walk is detected once (long runs on AMD's Zen cores, short blocks elsewhere) and the
+  // forced one is restored.
+  const kernels::nhwc_walk detected = kernels::detected_nhwc_walk();
+  CHECK(kernels::active_nhwc_walk() == detected);
+  {
+    kernels::nhwc_walk_scope outer(kernels::nhwc_walk::short_blocks);
+    {
+      kernels::nhwc_walk_scope inner(kernels::nhwc_walk::long_runs);
+      CHECK(kernels::active_nhwc_walk() == kernels::nhwc_walk::long_runs);
+    }
+    CHECK(kernels::active_nhwc_walk() == kernels::nhwc_walk::short_blocks);
+  }
+  CHECK(kernels::active_nhwc_walk() == detected);
+  CHECK(kernels::name_of(kernels::nhwc_walk::short_blocks) == "short blocks");
+}
+
+TEST_CASE("layout transforms stream only where their stores write whole target lines one after another",
+          "[transforms][stores]") {
+  namespace d = kernels::detail;
+  const data_layout nchw = data_layout::nchw, nhwc = data_layout::nhwc, b8 = data_layout_of<layout::nChw8c>,
+                    b16 = data_layout_of<layout::nChw16c>;
+  alignas(64) static std::byte target[64];
+  struct stream_case {
+    data_layout from, to;
+    std::int64_t c;
+    std::size_t se, de;
+    bool streams;
+  };
+  for (const stream_case& k : {
+           // A planar target a line at a time, from blocked sources; NHWC's pixels go eight rows
+           // at a time, and streamed rows in pieces.
+           stream_case{b8, nchw, 64, 4, 4, true},
+           {b16, nchw, 64, 4, 2, true},
+           {nhwc, nchw, 64, 4, 4, false},
+           {nhwc, nchw, 64, 2, 2, false},
+           // nChw8c from anything.
+           {nchw, b8, 64, 4, 4, true},
+           {nchw, b8, 17, 2, 2, true},
+           {nhwc, b8, 64, 4, 2, true},
+           {b16, b8, 64, 4, 4, true},
+           // NHWC and nChw16c: only 4-byte copies from planar moving a line per pixel.
+           {nchw, nhwc, 64, 4, 4, true},
+           {nchw, b16, 32, 4, 4, true},
+           {nchw, nhwc, 24, 4, 4, false},
+           {nchw, b16, 24, 4, 4, false},
+           {nchw, nhwc, 64, 2, 2, false},
+           {nchw, nhwc, 64, 4, 2, false},
+           {nchw, b16, 64, 4, 2, false},
+           {b8, nhwc, 64, 4, 4, false},
+           {b8, b16, 64, 4, 4, false},
+           {nhwc, b16, 64, 4, 4, false},
+       }) {
+    INFO(name_of(k.from) << " -> " << name_of(k.to) << " C " << k.c << " elements of " << k.se << " -> "
+                         << k.de << " bytes");
+    for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
+      const d::layout_job j = d::make_layout_job(k.from, k.to, 2, k.c, 3136, k.se, k.de, walk);
+      CHECK(d::streams_whole_lines(j, target, k.se, k.de) == k.streams);
+      // Never to a target off its vector width.
+      CHECK_FALSE(d::streams_whole_lines(j, target + 16, k.se, k.de));
+    }
+  }
+}
+
 TEST_CASE("NCHW -> NHWC of float moves the two chunks that fill a target line per step, over whole images",
           "[transforms]") {
   namespace d = kernels::detail;
   const d::layout_job j = d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, 64, 12544, 4, 4);
   CHECK(j.group == 2);
   CHECK(j.p_block == 12544);
+  // Or 32 pixels at a time, where the CPU's walk is short blocks.
+  const d::layout_job s = d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, 64, 12544, 4, 4,
+                                             kernels::nhwc_walk::short_blocks);
+  CHECK(s.group == 2);
+  CHECK(s.p_block == 32);
   // Other element sizes, and too few channels to fill a line: blocks of pixels that stay in L2
   // while the chunks go by.
   struct other_case {

@@ -185,12 +185,13 @@ inline void run_layout(const std::byte* src, data_layout from, std::size_t se, s
   if (!is_4d_layout(from) || !is_4d_layout(to)) no_layout_transform(from, to, shape);
   const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
                              storage_elements(to, shape, from, to) * std::int64_t(de);
-  layout_job job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de);
+  layout_job job =
+      make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk());
   if (job.items() == 0) return;
   const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
   const store_policy policy = active_store_policy(std::size_t(written));
   job.prefetch = policy == store_policy::prefetched;
-  job.stream = policy == store_policy::streaming && stores_aligned(job, dst, de);
+  job.stream = policy == store_policy::streaming && streams_whole_lines(job, dst, se, de);
   const int nt = threads_for(bytes, threads);
   split_for_threads(job, nt);
   const strided_fn fill = copy_fn(de);

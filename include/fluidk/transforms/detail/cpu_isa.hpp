@@ -70,9 +70,35 @@ inline isa detect_isa() noexcept {
 #endif
 }
 
-// -1: no override. Process-wide, read once per kernel call (a relaxed load costs nothing next
-// to the data a kernel moves).
-inline std::atomic<int> isa_override{-1};
+// A process-wide choice the kernels read once per call, which tests and benchmarks can force so
+// that every path runs on one machine: the instruction-set level here, the store policy and the
+// pixel walk in cpu_memory.hpp. -1 while nothing is forced (a relaxed load costs nothing next to
+// the data a kernel moves).
+class forced_choice {
+ public:
+  int get() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void set(int value) noexcept { value_.store(value, std::memory_order_relaxed); }
+  int exchange(int value) noexcept { return value_.exchange(value, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int> value_{-1};
+};
+
+// Forces `value` into `choice` for the lifetime of the scope, then restores what it held.
+class forced_scope {
+ public:
+  forced_scope(forced_choice& choice, int value) noexcept
+      : choice_(choice), previous_(choice.exchange(value)) {}
+  forced_scope(const forced_scope&) = delete;
+  forced_scope& operator=(const forced_scope&) = delete;
+  ~forced_scope() { choice_.set(previous_); }
+
+ private:
+  forced_choice& choice_;
+  int previous_;
+};
+
+inline forced_choice isa_override;
 }  // namespace detail
 
 // The best level this CPU (and this build) supports; detected on first use.
@@ -85,35 +111,35 @@ inline bool isa_supported(isa i) noexcept { return i <= detected_isa(); }
 
 // The level the kernels use now: the forced one if any, else the detected one.
 inline isa active_isa() noexcept {
-  const int forced = detail::isa_override.load(std::memory_order_relaxed);
+  const int forced = detail::isa_override.get();
   return forced < 0 ? detected_isa() : static_cast<isa>(forced);
 }
+
+// A level the CPU supports, as an int for detail::isa_override; throws for one it does not.
+namespace detail {
+inline int supported_level(isa level) {
+  if (!isa_supported(level))
+    throw error("cannot force the " + std::string(name_of(level)) +
+                " transform kernels: this CPU supports up to " + std::string(name_of(detected_isa())));
+  return static_cast<int>(level);
+}
+}  // namespace detail
 
 // Makes every kernel use `level` from now on, process-wide (for tests and benchmarks: the
 // results are the same bytes on every level, only the speed differs). Throws for a level
 // the CPU does not support.
-inline void force_isa(isa level) {
-  if (!isa_supported(level))
-    throw error("cannot force the " + std::string(name_of(level)) +
-                " transform kernels: this CPU supports up to " + std::string(name_of(detected_isa())));
-  detail::isa_override.store(static_cast<int>(level), std::memory_order_relaxed);
-}
+inline void force_isa(isa level) { detail::isa_override.set(detail::supported_level(level)); }
 
 // Back to the detected level.
-inline void reset_isa() noexcept { detail::isa_override.store(-1, std::memory_order_relaxed); }
+inline void reset_isa() noexcept { detail::isa_override.set(-1); }
 
 // Forces a level for the lifetime of the scope, then restores the previous choice.
 class isa_scope {
  public:
-  explicit isa_scope(isa level) : previous_(detail::isa_override.load(std::memory_order_relaxed)) {
-    force_isa(level);
-  }
-  isa_scope(const isa_scope&) = delete;
-  isa_scope& operator=(const isa_scope&) = delete;
-  ~isa_scope() { detail::isa_override.store(previous_, std::memory_order_relaxed); }
+  explicit isa_scope(isa level) : forced_(detail::isa_override, detail::supported_level(level)) {}
 
  private:
-  int previous_;
+  detail::forced_scope forced_;
 };
 
 }  // namespace fluidk::transforms::cpu_kernels
