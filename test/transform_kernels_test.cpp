@@ -880,8 +880,10 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
   }
 }
 
-TEST_CASE("NCHW -> NHWC of float moves the two chunks that fill a target line per step, over whole images",
-          "[transforms]") {
+TEST_CASE(
+    "NCHW -> NHWC of float moves the two chunks that fill a target line per step, over whole images "
+    "or 32 pixels at a time",
+    "[transforms]") {
   namespace d = kernels::detail;
   const d::layout_job j = d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, 64, 12544, 4, 4);
   CHECK(j.group == 2);

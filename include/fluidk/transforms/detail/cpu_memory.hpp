@@ -26,6 +26,9 @@ struct cache_sizes {
 };
 
 namespace detail {
+// CPUID leaf 0's EBX on AMD: "Auth", the start of "AuthenticAMD".
+inline constexpr unsigned amd_vendor_ebx = 0x68747541;
+
 // The sizes a CPUID cache leaf describes (leaf 4 on Intel, 0x8000001D on AMD: the same
 // format), subleaf by subleaf until the null type.
 inline bool caches_from_cpuid(cache_sizes& out) noexcept {
@@ -33,7 +36,7 @@ inline bool caches_from_cpuid(cache_sizes& out) noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   unsigned leaf = 4;
   if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  const bool amd = ebx == 0x68747541;  // "Auth"enticAMD
+  const bool amd = ebx == amd_vendor_ebx;
   if (amd) {
     // Topology extensions (CPUID 0x80000001 ECX bit 22) say whether 0x8000001D is there.
     if (__get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 22)) == 0) return false;
@@ -203,7 +206,7 @@ namespace detail {
 inline nhwc_walk detect_nhwc_walk() noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != 0x68747541) return nhwc_walk::short_blocks;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return nhwc_walk::short_blocks;
   if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return nhwc_walk::short_blocks;
   const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
   return family >= 0x17 ? nhwc_walk::long_runs : nhwc_walk::short_blocks;
