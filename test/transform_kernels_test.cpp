@@ -564,6 +564,39 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("float -> bfloat16 beyond the L2 takes its own blocks, which round as the others do",
+          "[transforms][cast]") {
+  // With AVX512_BF16, a thread that reads more than its L2 holds converts through 256-bit blocks
+  // (vector_cast): normal blocks, and blocks holding a subnormal or a NaN at several offsets, long
+  // enough for that path and with a tail, against the reference on every level and store policy.
+  const std::size_t n = kernels::detected_caches().l2 / sizeof(float) * 2 + 45;
+  std::mt19937 rng(11);
+  std::vector<float> values(n);
+  for (float& v : values) {
+    std::uint32_t bits = rng();
+    while (((bits >> 23) & 0xFF) == 0 || ((bits >> 23) & 0xFF) == 0xFF) bits = rng();
+    v = from_bits<float>(bits);
+  }
+  const std::uint32_t specials[] = {0x00000001u, 0x807FFFFFu, 0x7FC00000u, 0x7F800001u, 0xFFA00000u};
+  for (std::size_t k = 0; k < 200; ++k)
+    values[(k * 7919 * 32 + (k % 4) * 9) % n] = from_bits<float>(specials[k % 5]);
+  values[n - 1] = from_bits<float>(0x7F800001u);
+  const bytes src = to_bytes(values), expected = reference_cast<float, bfloat16>(values);
+  if (kernels::isa_supported(kernels::isa::avx512_bf16)) {
+    kernels::isa_scope scope(kernels::isa::avx512_bf16);
+    CHECK(kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, n * 4) !=
+          kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, 1024));
+  }
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (kernels::store_policy policy : {kernels::store_policy::cached, kernels::store_policy::streaming}) {
+      kernels::store_policy_scope stores(policy);
+      INFO("isa " << kernels::name_of(level) << ", stores " << kernels::name_of(policy));
+      CHECK(difference(run_cast(src, data_type::float32, data_type::bfloat16, n, 1), expected) == "");
+    }
+  }
+}
+
 TEST_CASE("large casts give the same bytes on one thread and on several", "[transforms][cast][threads]") {
   const std::size_t n = 700001;
   const bytes src = to_bytes(samples<float>(n, 99));

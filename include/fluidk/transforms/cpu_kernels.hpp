@@ -67,10 +67,12 @@ using layout_kernel = void (*)(const layout_job&, const std::byte*, std::byte*, 
 using range_kernel = void (*)(const std::byte*, std::byte*, std::int64_t, std::int64_t, bool) noexcept;
 
 // The vector kernel of the active level for a bit-copy layout transform, or nullptr; for a
-// layout transform with a float <-> half conversion, or nullptr; for a cast, or nullptr.
+// layout transform with a float <-> half conversion, or nullptr; for a cast whose threads each
+// read `read_per_thread` bytes, or nullptr.
 FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept;
 FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept;
-FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to) noexcept;
+FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to,
+                                                     std::size_t read_per_thread) noexcept;
 
 #if FLUIDK_DETAIL_VECTOR_KERNELS_HERE
 FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
@@ -113,18 +115,22 @@ FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, 
 // the AVX2 engine (f32 -> f16 1.00x against 0.88x; f16 -> f32 0.98x against 0.93x: the 512-bit
 // F16C conversions issue as two halves there), and the casts to bfloat16 on the AVX-512 one
 // (0.85x against 0.60x: its rounding works on 16 lanes and narrows in one instruction), float
-// -> bfloat16 fastest with AVX512_BF16's conversion (1.0x: one instruction for 32 elements).
-// Where the two measured the same, the wider one.
+// -> bfloat16 fastest with AVX512_BF16's conversion (1.0x: one instruction for 32 elements),
+// whose 256-bit form is the faster one once each thread reads more than its L2 holds (1.03-1.05x
+// from the L3, against 0.99-1.0x; cpu_simd.ipp). Where the two measured the same, the wider one.
 constexpr bool cast_prefers_avx2(data_type from, data_type to) noexcept {
   return (from == data_type::float32 && to == data_type::float16) ||
          (from == data_type::float16 && to == data_type::float32);
 }
 
-FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to) noexcept {
+FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to,
+                                                     std::size_t read_per_thread) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
-      if (from == data_type::float32 && to == data_type::bfloat16) return avx512::run_cast_f32_bf16_native;
+      if (from == data_type::float32 && to == data_type::bfloat16)
+        return read_per_thread > detected_caches().l2 ? avx512::run_cast_f32_bf16_native_ymm
+                                                      : avx512::run_cast_f32_bf16_native;
       [[fallthrough]];
     case isa::avx512:
       return cast_prefers_avx2(from, to) ? avx2::cast_kernel(from, to) : avx512::cast_kernel(from, to);
@@ -136,6 +142,7 @@ FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type t
 #else
   (void)from;
   (void)to;
+  (void)read_per_thread;
 #endif
   return nullptr;
 }
@@ -240,22 +247,22 @@ inline void cast(const std::byte* src, data_type from, std::byte* dst, data_type
     detail::copy_bytes(src, dst, n * size_of(from), threads);
     return;
   }
-  const detail::range_kernel vector = detail::vector_cast(from, to);
-  const detail::strided_fn convert = detail::convert_fn(from, to);
   const std::int64_t se = std::int64_t(size_of(from)), de = std::int64_t(size_of(to));
   const std::int64_t count = std::int64_t(n);
-  const bool stream = active_store_policy(n * std::size_t(de)) == store_policy::streaming;
   // Pieces of 64 elements keep each thread's range starting on a cache line of the target.
   constexpr std::int64_t piece = 64;
   const std::int64_t pieces = (count + piece - 1) / piece;
-  detail::parallel_for(pieces, detail::threads_for(count * (se + de), threads),
-                       [&](std::int64_t begin, std::int64_t end) {
-                         const std::int64_t b = begin * piece, e = std::min(count, end * piece);
-                         if (vector != nullptr)
-                           vector(src, dst, b, e, stream);
-                         else
-                           convert(src + b * se, 1, dst + b * de, 1, e - b);
-                       });
+  const int nt = int(std::min<std::int64_t>(detail::threads_for(count * (se + de), threads), pieces));
+  const detail::range_kernel vector = detail::vector_cast(from, to, n * std::size_t(se) / std::size_t(nt));
+  const detail::strided_fn convert = detail::convert_fn(from, to);
+  const bool stream = active_store_policy(n * std::size_t(de)) == store_policy::streaming;
+  detail::parallel_for(pieces, nt, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t b = begin * piece, e = std::min(count, end * piece);
+    if (vector != nullptr)
+      vector(src, dst, b, e, stream);
+    else
+      convert(src + b * se, 1, dst + b * de, 1, e - b);
+  });
 }
 
 // reorder and cast in one pass over the data, with no intermediate buffer: each element is
