@@ -187,8 +187,8 @@ class store_policy_scope {
 //     elements), or over blocks of pixels whose rows and lines fit in L2 (about 512 KB; other
 //     sizes). Few source rows in flight, each read a long way. On AMD Zen 4 (64 channels of
 //     float, 3 MiB in the L3) this runs at 0.87x memcpy; all four chunk groups of 8 pixels a
-//     step (64 source rows in flight) ran at 0.54-0.59x there, and short blocks were not
-//     measured there.
+//     step (64 source rows in flight) ran at 0.54-0.59x there, short blocks at 0.63x (and
+//     streamed, at 12 and 49 MiB, 0.42-0.55x against long runs' 1.04-1.63x).
 //   short_blocks: blocks of 32 pixels, every chunk group of a block before the next block, so
 //     that the target is written a few lines at a time in order. On Intel Xeon (family 6, model
 //     207: 2 MiB L2, the same 3 MiB case) a pass over every 4th line of the target runs at 0.48x
