@@ -453,6 +453,21 @@ TEST_CASE("long casts of the vectorised pairs match the reference", "[transforms
   check_pair<std::int32_t, float>(n);
 }
 
+TEST_CASE("float -> float16 takes one kernel from the L1 and another beyond it, both exact",
+          "[transforms][cast]") {
+  // On the AVX-512 levels the cast runs the 512-bit kernel while what a thread reads and writes
+  // fits in the L1, the AVX2 one beyond (vector_cast): both against the reference, with tails.
+  const std::size_t l1_elements = kernels::detected_caches().l1d / 6;
+  for (kernels::isa level : {kernels::isa::avx512, kernels::isa::avx512_bf16})
+    if (kernels::isa_supported(level)) {
+      kernels::isa_scope scope(level);
+      CHECK(kernels::detail::vector_cast(data_type::float32, data_type::float16, l1_elements * 4 - 64) !=
+            kernels::detail::vector_cast(data_type::float32, data_type::float16, l1_elements * 4 + 64));
+    }
+  check_pair<float, float16>(l1_elements - 29);
+  check_pair<float, float16>(l1_elements + 29);
+}
+
 TEST_CASE("the integer-division pattern survives float -> double -> int", "[transforms][cast]") {
   const std::vector<float> f{0.f / 3, 1.f / 3, 2.f / 3, 3.f / 3, 4.f / 3, 5.f / 3};
   for (kernels::isa level : supported_isas()) {

@@ -110,17 +110,21 @@ FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, 
   return nullptr;
 }
 
-// The level of each cast is chosen from measurements, not by width. On AMD Zen 4 (one
-// thread, 3 MiB in the L3, against memcpy of the same bytes), float <-> float16 ran faster on
-// the AVX2 engine (f32 -> f16 1.00x against 0.88x; f16 -> f32 0.98x against 0.93x: the 512-bit
-// F16C conversions issue as two halves there), and the casts to bfloat16 on the AVX-512 one
-// (0.85x against 0.60x: its rounding works on 16 lanes and narrows in one instruction), float
-// -> bfloat16 fastest with AVX512_BF16's conversion (1.0x: one instruction for 32 elements),
-// whose 256-bit form is the faster one once each thread reads more than its L2 holds (1.03-1.05x
-// from the L3, against 0.99-1.0x; cpu_simd.ipp). Where the two measured the same, the wider one.
-constexpr bool cast_prefers_avx2(data_type from, data_type to) noexcept {
-  return (from == data_type::float32 && to == data_type::float16) ||
-         (from == data_type::float16 && to == data_type::float32);
+// The level of each cast is chosen from measurements, not by width, and for some by the bytes
+// each thread reads. On AMD Zen 4 (one thread, 3 MiB in the L3, against memcpy of the same
+// bytes), float <-> float16 ran faster on the AVX2 engine (f32 -> f16 1.00x against 0.88x; f16
+// -> f32 0.98x against 0.93x: the 512-bit F16C conversions issue as two halves there), except
+// float -> float16 whose data fit in the L1 (read and written: 12 KiB read, 1.56x faster on the
+// AVX-512 engine; from 49 KiB read in the L2, 3-4% slower). The casts to bfloat16 ran faster on
+// the AVX-512 engine (0.85x against 0.60x: its rounding works on 16 lanes and narrows in one
+// instruction), float -> bfloat16 fastest with AVX512_BF16's conversion (1.0x: one instruction
+// for 32 elements), whose 256-bit form is the faster one once each thread reads more than its L2
+// holds (1.03-1.05x from the L3, against 0.99-1.0x; cpu_simd.ipp). Where the two measured the
+// same, the wider one.
+inline bool cast_prefers_avx2(data_type from, data_type to, std::size_t read_per_thread) noexcept {
+  if (from == data_type::float16 && to == data_type::float32) return true;
+  return from == data_type::float32 && to == data_type::float16 &&
+         read_per_thread + read_per_thread / 2 > detected_caches().l1d;
 }
 
 FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to,
@@ -133,7 +137,8 @@ FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type t
                                                       : avx512::run_cast_f32_bf16_native;
       [[fallthrough]];
     case isa::avx512:
-      return cast_prefers_avx2(from, to) ? avx2::cast_kernel(from, to) : avx512::cast_kernel(from, to);
+      return cast_prefers_avx2(from, to, read_per_thread) ? avx2::cast_kernel(from, to)
+                                                          : avx512::cast_kernel(from, to);
     case isa::avx2:
       return avx2::cast_kernel(from, to);
     case isa::scalar:
