@@ -1179,12 +1179,14 @@ FLUIDK_DETAIL_SIMD_TARGET void run_cast(const std::byte* src, std::byte* dst, st
 // which calls these blocks (not inlined: they need the AVX512_BF16 target).
 #define FLUIDK_DETAIL_SIMD_BF16_TARGET \
   __attribute__((target("avx2,f16c,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+// The VFPCLASSPS classes that the conversion would change: quiet NaN, signalling NaN, subnormal.
+inline constexpr int bf16_native_special = 0x01 | 0x80 | 0x20;
 // cast_blocks<rd_f32, wr_bf16, NT> with the conversion in one instruction.
 template <bool NT>
 FLUIDK_DETAIL_SIMD_BF16_TARGET inline std::int64_t cast_f32_bf16_blocks(const std::byte* src, std::byte* dst,
                                                                         std::int64_t i,
                                                                         std::int64_t end) noexcept {
-  constexpr int special = 0x01 | 0x80 | 0x20;  // quiet NaN, signalling NaN, subnormal
+  constexpr int special = bf16_native_special;
   for (; i + 32 <= end; i += 32) {
     const __m512 a = _mm512_loadu_ps(src + i * 4), b = _mm512_loadu_ps(src + (i + 16) * 4);
     if (_kortestz_mask16_u8(_mm512_fpclass_ps_mask(a, special), _mm512_fpclass_ps_mask(b, special)))
@@ -1209,7 +1211,7 @@ FLUIDK_DETAIL_SIMD_BF16_TARGET inline std::int64_t cast_f32_bf16_blocks(const st
 FLUIDK_DETAIL_SIMD_BF16_TARGET inline std::int64_t cast_f32_bf16_blocks_ymm(const std::byte* src,
                                                                             std::byte* dst, std::int64_t i,
                                                                             std::int64_t end) noexcept {
-  constexpr int special = 0x01 | 0x80 | 0x20;  // as above
+  constexpr int special = bf16_native_special;
   for (; i + 32 <= end; i += 32) {
     const float* f = reinterpret_cast<const float*>(src) + i;
     const __m256 a = _mm256_loadu_ps(f), b = _mm256_loadu_ps(f + 8), c = _mm256_loadu_ps(f + 16),
