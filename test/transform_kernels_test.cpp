@@ -742,6 +742,41 @@ TEST_CASE("every store policy on every instruction-set level gives the naive tra
   }
 }
 
+TEST_CASE("NCHW -> nChw8c reads its rows ahead beyond the L2 only, and gives the naive transform's bytes",
+          "[transforms][stores][threads]") {
+  // reads_rows_ahead: through the caches, where a thread moves more than its L2 holds. Then a
+  // transform that large on one and two threads (so more than that per thread on both), with a
+  // partial last chunk and a pixel count that is not a multiple of 8 or of the 64-pixel bursts,
+  // on every level and store policy.
+  const std::size_t l2 = kernels::detected_caches().l2;
+  CHECK_FALSE(kernels::reads_rows_ahead(kernels::store_policy::cached, l2 / 2));
+  CHECK(kernels::reads_rows_ahead(kernels::store_policy::cached, 2 * l2));
+  CHECK_FALSE(kernels::reads_rows_ahead(kernels::store_policy::streaming, 2 * l2));
+  CHECK_FALSE(kernels::reads_rows_ahead(kernels::store_policy::prefetched, 2 * l2));
+  const std::int64_t c = 20, w = std::int64_t(2 * l2 / ((20 + 24) * 4) / 7) | 1;
+  const dims s{1, c, 7, w + 2};
+  const bytes src = random_bytes(std::size_t(storage_of(data_layout::nchw, s)) * 4, 53);
+  const std::size_t size = std::size_t(storage_of(data_layout_of<layout::nChw8c>, s)) * 4;
+  REQUIRE(std::size_t(storage_of(data_layout::nchw, s)) * 4 + size > 2 * l2);
+  const bytes expected = naive_reorder(src, data_layout::nchw, data_layout_of<layout::nChw8c>, s, 4);
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (kernels::store_policy policy : policies) {
+      kernels::store_policy_scope stores(policy);
+      for (int threads : {1, 2})
+        for (std::size_t at : {0, 32}) {
+          INFO("isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy) << " threads "
+                      << threads << " at +" << at);
+          placed dst(size, at);
+          kernels::reorder(cp(src), data_layout::nchw, dst.data(), data_layout_of<layout::nChw8c>, s, 4,
+                           threads);
+          CHECK(difference(dst.content(size), expected) == "");
+          CHECK(dst.untouched_around(size));
+        }
+    }
+  }
+}
+
 TEST_CASE(
     "every store policy gives the same bytes for casts and fused passes, at any alignment and on two threads",
     "[transforms][stores][threads]") {

@@ -205,6 +205,7 @@ inline void run_layout(const std::byte* src, data_layout from, std::size_t se, s
   job.prefetch = policy == store_policy::prefetched;
   job.stream = policy == store_policy::streaming && streams_whole_lines(job, dst, se, de);
   const int nt = threads_for(bytes, threads);
+  job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / nt));
   split_for_threads(job, nt);
   const strided_fn fill = copy_fn(de);
   parallel_for(job.items(), nt, [&](std::int64_t begin, std::int64_t end) {

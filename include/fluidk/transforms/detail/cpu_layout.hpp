@@ -131,9 +131,10 @@ struct layout_job {
   bool s_padded = false;     // the source is blocked: a chunk's 8 lanes may be read past C
   std::int64_t p_block = 0;  // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;
-  std::int64_t group = 1;  // planar -> channels together: full chunks moved together (1, 2 or 4)
-  bool prefetch = false;   // prefetch in software ahead of the hardware (store_policy::prefetched)
-  bool stream = false;     // write with non-temporal stores (every vector store aligned)
+  std::int64_t group = 1;   // planar -> channels together: full chunks moved together (1, 2 or 4)
+  bool prefetch = false;    // prefetch in software ahead of the hardware (store_policy::prefetched)
+  bool stream = false;      // write with non-temporal stores (every vector store aligned)
+  bool read_ahead = false;  // prefetch planar source rows in bursts (reads_rows_ahead)
 
   std::int64_t items() const noexcept { return n * p_blocks; }
 };
