@@ -759,6 +759,22 @@ TEST_CASE("NCHW -> nChw8c reads its rows ahead beyond the L2 only, and gives the
   const std::size_t size = std::size_t(storage_of(data_layout_of<layout::nChw8c>, s)) * 4;
   REQUIRE(std::size_t(storage_of(data_layout::nchw, s)) * 4 + size > 2 * l2);
   const bytes expected = naive_reorder(src, data_layout::nchw, data_layout_of<layout::nChw8c>, s, 4);
+  // The plan that reorder follows reads ahead at this size through the caches, on one thread and
+  // on two, and not for a small transform or when streaming.
+  {
+    namespace d = kernels::detail;
+    placed at(size, 0);
+    const auto plan = [&](const dims& shape, int threads) {
+      return d::plan_layout(data_layout::nchw, 4, at.data(), data_layout_of<layout::nChw8c>, 4, shape,
+                            threads);
+    };
+    kernels::store_policy_scope cached(kernels::store_policy::cached);
+    CHECK(plan(s, 1).job.read_ahead);
+    CHECK(plan(s, 2).job.read_ahead);
+    CHECK_FALSE(plan(dims{1, c, 7, 9}, 1).job.read_ahead);
+    kernels::store_policy_scope streaming(kernels::store_policy::streaming);
+    CHECK_FALSE(plan(s, 1).job.read_ahead);
+  }
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope isa(level);
     for (kernels::store_policy policy : policies) {

@@ -189,26 +189,41 @@ inline void check_elem_size(std::size_t elem_size) {
     throw error("layout transforms move elements of 1, 2, 4 or 8 bytes, not " + std::to_string(elem_size));
 }
 
+// How run_layout cuts from -> to (both 4-D, different) into pieces and writes them: the job with
+// its store policy, streaming and read-ahead chosen (the one place they are), and the threads
+// that share it.
+struct layout_plan {
+  layout_job job;
+  int threads = 1;
+};
+inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte* dst, data_layout to,
+                               std::size_t de, const dims& shape, int threads) {
+  const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
+                             storage_elements(to, shape, from, to) * std::int64_t(de);
+  layout_plan plan{
+      make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk()), 1};
+  if (plan.job.items() == 0) return plan;
+  const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
+  const store_policy policy = active_store_policy(std::size_t(written));
+  plan.job.prefetch = policy == store_policy::prefetched;
+  plan.job.stream = policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de);
+  plan.threads = threads_for(bytes, threads);
+  plan.job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / plan.threads));
+  split_for_threads(plan.job, plan.threads);
+  return plan;
+}
+
 // A 4-D transform from -> to (different layouts), each element through `convert` (a bit copy
 // when the types are the same).
 inline void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byte* dst, data_layout to,
                        std::size_t de, const dims& shape, layout_kernel vector, strided_fn convert,
                        int threads) {
   if (!is_4d_layout(from) || !is_4d_layout(to)) no_layout_transform(from, to, shape);
-  const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
-                             storage_elements(to, shape, from, to) * std::int64_t(de);
-  layout_job job =
-      make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk());
+  const layout_plan plan = plan_layout(from, se, dst, to, de, shape, threads);
+  const layout_job& job = plan.job;
   if (job.items() == 0) return;
-  const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
-  const store_policy policy = active_store_policy(std::size_t(written));
-  job.prefetch = policy == store_policy::prefetched;
-  job.stream = policy == store_policy::streaming && streams_whole_lines(job, dst, se, de);
-  const int nt = threads_for(bytes, threads);
-  job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / nt));
-  split_for_threads(job, nt);
   const strided_fn fill = copy_fn(de);
-  parallel_for(job.items(), nt, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(job.items(), plan.threads, [&](std::int64_t begin, std::int64_t end) {
     if (vector != nullptr)
       vector(job, src, dst, begin, end);
     else

@@ -119,7 +119,8 @@ inline const cache_sizes& detected_caches() noexcept {
 }
 
 // cached: ordinary stores (the result stays in the caches for the next kernel), the hardware
-//   prefetchers alone bringing the lines in.
+//   prefetchers bringing the lines in (and software for NCHW -> nChw8c's source rows beyond
+//   the L2: reads_rows_ahead).
 // prefetched: ordinary stores, the layout transforms also prefetching in software the target
 //   lines and source rows ahead of use. Never chosen automatically: on AMD Zen 4 it is 10-25%
 //   slower than `cached` at every size measured (the hardware prefetchers keep up, and the
@@ -153,7 +154,8 @@ inline store_policy automatic_store_policy(std::size_t bytes) noexcept {
 
 // Whether a layout transform whose threads each read and write `bytes_per_thread` through the
 // caches prefetches its planar source rows a few lines at a time (layout_job::read_ahead; the
-// AVX-512 engine's NCHW -> nChw8c of 4-byte elements, gather8_lines in cpu_simd.ipp): where that
+// AVX-512 engine's NCHW -> nChw8c of 4-byte elements, and NCHW -> NHWC of 8 channels, the same
+// transform: gather8_lines in cpu_simd.ipp): where that
 // is more than the L2 holds, so that the rows come from the L3. Measured on Zen 4: 5-10% faster
 // from the L3, 9% slower from the L2 and streamed. (NCHW -> NHWC, sixteen rows at a time, was
 // 10-15% slower with it from the L3, and nChw8c -> NCHW prefetching its eight target rows so no

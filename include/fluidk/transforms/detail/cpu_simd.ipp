@@ -447,10 +447,11 @@ FLUIDK_DETAIL_SIMD_INLINE inline void put16_if_no_nan(std::byte* p, v16 v, bool 
 #endif
 
 // Asks for the line at p + offset bytes ahead of use, without forming a pointer past the end of
-// anything (a prefetch never faults). Only under store_policy::prefetched: a store to a line that
+// anything (a prefetch never faults). Under store_policy::prefetched: a store to a line that
 // is not in L1 waits for its read-for-ownership, and where the hardware prefetchers do not run
 // far enough ahead of several interleaved store streams, prefetching the target lines pays
-// (Sapphire Rapids, earlier kernels: 3-6%). On Zen 4 they do, and it costs 10-25%.
+// (Sapphire Rapids, earlier kernels: 3-6%). On Zen 4 they do, and it costs 10-25%. And, through
+// the caches, for the source rows of gather8_lines beyond the L2 (layout_job::read_ahead).
 FLUIDK_DETAIL_SIMD_INLINE inline void prefetch(const std::byte* p, std::int64_t offset) noexcept {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + std::uintptr_t(offset)),
                _MM_HINT_T0);
@@ -917,6 +918,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline __m512 load_pair8(const std::byte* a, const std
 // number of pixels puts it off by half a line, and then the chunk goes through gather_partial.
 // On Zen 4 at 3 MiB: 0.92x memcpy, against 0.82x for AVX2's transposes and 0.83x for 16 pixels
 // a step (eight registers of data: GCC spilled some).
+// (NCHW -> NHWC of 8 channels is the same transform and takes it too.)
 // Reading ahead (layout_job::read_ahead), each row's next 4 lines are prefetched every 64 pixels,
 // 512 bytes ahead of the reads, while they lie in the row. The eight rows are read half a line
 // each in turn, which the hardware prefetchers follow less well than lines read in bursts: on
@@ -1050,7 +1052,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
   const bool nt = W::streams && j.stream;
   const bool s_planar = j.s.kind == side_kind::planar, d_planar = j.d.kind == side_kind::planar;
   const std::int64_t s_ps = j.s.ps * se, s_cs = j.s.cs * se, d_ps = j.d.ps * de, d_cs = j.d.cs * de;
-  // 4-byte copies take the AVX-512 engine's permutes (gather8_lines, gather16_lines,
+  // 4-byte copies take the AVX-512 engine's kernels (gather8_lines, gather16_lines,
   // scatter8_lines), unless the prefetching policy is forced: that is the AVX2 transposes'.
   constexpr bool copy4 = std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>;
   [[maybe_unused]] constexpr bool copies32 = FLUIDK_DETAIL_SIMD_LEVEL >= 3 && copy4;
