@@ -198,12 +198,12 @@ struct layout_plan {
 };
 inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte* dst, data_layout to,
                                std::size_t de, const dims& shape, int threads) {
-  const std::int64_t bytes = storage_elements(from, shape, from, to) * std::int64_t(se) +
-                             storage_elements(to, shape, from, to) * std::int64_t(de);
+  const std::int64_t read = storage_elements(from, shape, from, to) * std::int64_t(se);
+  const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
+  const std::int64_t bytes = read + written;
   layout_plan plan{
       make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk()), 1};
   if (plan.job.items() == 0) return plan;
-  const std::int64_t written = storage_elements(to, shape, from, to) * std::int64_t(de);
   const store_policy policy = active_store_policy(std::size_t(written));
   plan.job.prefetch = policy == store_policy::prefetched;
   plan.job.stream = policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de);

@@ -155,9 +155,9 @@ inline store_policy automatic_store_policy(std::size_t bytes) noexcept {
 // Whether a layout transform whose threads each read and write `bytes_per_thread` through the
 // caches prefetches its planar source rows a few lines at a time (layout_job::read_ahead; the
 // AVX-512 engine's NCHW -> nChw8c of 4-byte elements, and NCHW -> NHWC of 8 channels, the same
-// transform: gather8_lines in cpu_simd.ipp): where that
-// is more than the L2 holds, so that the rows come from the L3. Measured on Zen 4: 5-10% faster
-// from the L3, 9% slower from the L2 and streamed. (NCHW -> NHWC, sixteen rows at a time, was
+// transform: gather8_lines in cpu_simd.ipp): where that is more than the L2 holds, so that the
+// rows come from the L3. Measured on Zen 4: 5-10% faster from the L3, 9% slower from the L2 and
+// streamed. (NCHW -> NHWC, sixteen rows at a time, was
 // 10-15% slower with it from the L3, and nChw8c -> NCHW prefetching its eight target rows so no
 // faster: neither reads ahead.)
 inline bool reads_rows_ahead(store_policy policy, std::size_t bytes_per_thread) noexcept {

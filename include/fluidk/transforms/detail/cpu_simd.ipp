@@ -935,7 +935,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather8_lines_as(const std::byte* s, std::
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k)
 #pragma GCC unroll 4
-          for (int l = 0; l < 4; ++l) prefetch(rows[k] + p * 4 + 512 + l * 64, 0);
+          for (int l = 0; l < 4; ++l) prefetch(rows[k] + p * 4, 512 + l * 64);
       }
     }
     __m512 z[4];
