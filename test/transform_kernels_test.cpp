@@ -55,8 +55,9 @@ const std::vector<data_layout> layouts4d{data_layout::nchw, data_layout::nhwc, d
 
 // Shapes [N, C, H, W]: the channel counts of the issue (1, 3, 8, 17, 64), extents of 1, and
 // pixel counts that leave vector tails.
-const std::vector<dims> shapes{{1, 1, 1, 1},  {2, 3, 5, 7},  {1, 8, 4, 4},  {3, 17, 3, 5}, {1, 64, 7, 9},
-                               {2, 64, 1, 1}, {1, 33, 9, 1}, {4, 24, 2, 8}, {1, 16, 5, 5}, {2, 40, 6, 6}};
+const std::vector<dims> shapes{{1, 1, 1, 1},  {2, 3, 5, 7},  {1, 8, 4, 4},  {3, 17, 3, 5},
+                               {1, 64, 7, 9}, {2, 64, 1, 1}, {3, 20, 1, 1}, {1, 33, 9, 1},
+                               {4, 24, 2, 8}, {1, 16, 5, 5}, {2, 40, 6, 6}};
 
 std::int64_t padded_c(data_layout l, std::int64_t c) {
   const std::int64_t b = block_of(l);
@@ -634,8 +635,8 @@ TEST_CASE("reorder_cast gives the bytes of reorder then cast, in one pass", "[tr
       {data_type::float64, data_type::float16},  {data_type::int32, data_type::float32},
       {data_type::float32, data_type::int8},     {data_type::uint8, data_type::float32},
       {data_type::boolean, data_type::float16},  {data_type::float32, data_type::float32}};
-  const std::vector<dims> odd{{1, 3, 5, 7},  {2, 17, 3, 3}, {1, 8, 4, 4},
-                              {2, 64, 3, 5}, {1, 1, 1, 1},  {3, 40, 1, 9}};
+  const std::vector<dims> odd{{1, 3, 5, 7}, {2, 17, 3, 3}, {1, 8, 4, 4},  {2, 64, 3, 5},
+                              {1, 1, 1, 1}, {3, 40, 1, 9}, {3, 20, 1, 1}, {2, 24, 1, 1}};
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope scope(level);
     for (const auto& [ft, tt] : types)

@@ -214,14 +214,33 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
 }
 
 // A 4-D transform from -> to (different layouts), each element through `convert` (a bit copy
-// when the types are the same).
-inline void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byte* dst, data_layout to,
-                       std::size_t de, const dims& shape, layout_kernel vector, strided_fn convert,
-                       int threads) {
+// when the types are the same). Images of one pixel go through `run(s, d, count)`, which
+// converts `count` contiguous elements: in every 4-D layout such an image is its C channels in
+// order (a blocked layout pads them to its block), so the transform is one run of C elements
+// per image (one run for all where neither side pads), and zeros in a blocked target's padding.
+// The pixel loops would take each chunk of 8 channels element by element: 2.3 us for NCHW ->
+// NHWC of [1, 2048, 1, 1] floats on Zen 4 (a classifier's input after global pooling), where
+// memcpy takes 0.08 us.
+template <class Run>
+void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byte* dst, data_layout to,
+                std::size_t de, const dims& shape, layout_kernel vector, strided_fn convert, int threads,
+                Run&& run) {
   if (!is_4d_layout(from) || !is_4d_layout(to)) no_layout_transform(from, to, shape);
   const layout_plan plan = plan_layout(from, se, dst, to, de, shape, threads);
   const layout_job& job = plan.job;
   if (job.items() == 0) return;
+  if (job.hw == 1) {
+    if (job.s.n_stride == job.c && job.d.n_stride == job.c) {
+      run(src, dst, job.n * job.c);
+      return;
+    }
+    for (std::int64_t i = 0; i < job.n; ++i) {
+      std::byte* d = dst + std::size_t(i * job.d.n_stride) * de;
+      run(src + std::size_t(i * job.s.n_stride) * se, d, job.c);
+      std::memset(d + std::size_t(job.c) * de, 0, std::size_t(job.d.n_stride - job.c) * de);
+    }
+    return;
+  }
   const strided_fn fill = copy_fn(de);
   parallel_for(job.items(), plan.threads, [&](std::int64_t begin, std::int64_t end) {
     if (vector != nullptr)
@@ -252,7 +271,10 @@ inline void reorder(const std::byte* src, data_layout from, std::byte* dst, data
     return;
   }
   detail::run_layout(src, from, elem_size, dst, to, elem_size, shape, detail::vector_layout_copy(elem_size),
-                     detail::copy_fn(elem_size), threads);
+                     detail::copy_fn(elem_size), threads,
+                     [&](const std::byte* s, std::byte* d, std::int64_t count) {
+                       detail::copy_bytes(s, d, std::size_t(count) * elem_size, threads);
+                     });
 }
 
 // Converts n elements from `from` to `to` (every pair of the 10 data types; the same type is a
@@ -302,7 +324,10 @@ inline void reorder_cast(const std::byte* src, data_layout from, data_type from_
   }
   detail::run_layout(src, from, size_of(from_type), dst, to, size_of(to_type), shape,
                      detail::vector_layout_convert(from_type, to_type),
-                     detail::convert_fn(from_type, to_type), threads);
+                     detail::convert_fn(from_type, to_type), threads,
+                     [&](const std::byte* s, std::byte* d, std::int64_t count) {
+                       cast(s, from_type, d, to_type, std::size_t(count), threads);
+                     });
 }
 
 }  // namespace fluidk::transforms::cpu_kernels
