@@ -1008,3 +1008,35 @@ TEST_CASE(
     CHECK(other.p_block < (1 << 20));
   }
 }
+
+TEST_CASE("an image's last piece takes the pixels left, so no piece of 8 pixels or more leaves fewer than 8",
+          "[transforms]") {
+  namespace d = kernels::detail;
+  // NCHW -> NHWC of float in short blocks: pieces of 32 pixels, the last one taking the rest.
+  d::layout_job j = d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, 64, 70, 4, 4,
+                                       kernels::nhwc_walk::short_blocks);
+  REQUIRE(j.p_block == 32);
+  CHECK(j.p_blocks == 2);
+  CHECK(j.items() == 4);
+  const auto first = j.piece(0), last = j.piece(1), second_image = j.piece(2);
+  CHECK((first.n == 0 && first.p0 == 0 && first.p1 == 32));
+  CHECK((last.n == 0 && last.p0 == 32 && last.p1 == 70));  // 38 pixels, not 32 and then 6
+  CHECK((second_image.n == 1 && second_image.p0 == 0 && second_image.p1 == 32));
+  // Fewer pixels than a piece: one piece of all of them.
+  j = d::make_layout_job(data_layout::nchw, data_layout::nhwc, 1, 64, 20, 4, 4,
+                         kernels::nhwc_walk::short_blocks);
+  CHECK(j.p_blocks == 1);
+  CHECK(j.piece(0).p1 == 20);
+  // Cut finer for two threads, the pieces still cover every pixel once.
+  j = d::make_layout_job(data_layout::nchw, data_layout_of<layout::nChw8c>, 1, 64, 1517, 4, 4);
+  d::split_for_threads(j, 2);
+  std::int64_t covered = 0;
+  for (std::int64_t item = 0; item < j.items(); ++item) {
+    const auto p = j.piece(item);
+    CHECK(p.p0 == covered);
+    CHECK(p.p1 - p.p0 >= 8);
+    covered = p.p1;
+  }
+  CHECK(covered == 1517);
+  CHECK(j.items() >= 8);
+}

@@ -130,13 +130,28 @@ struct layout_job {
   bool d_pads = false;       // the target is blocked: each chunk gets 8 lanes, zeros past C
   bool s_padded = false;     // the source is blocked: a chunk's 8 lanes may be read past C
   std::int64_t p_block = 0;  // pixels per piece of work (a multiple of 8, or all of them)
-  std::int64_t p_blocks = 0;
+  std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
   std::int64_t group = 1;   // planar -> channels together: full chunks moved together (1, 2 or 4)
   bool prefetch = false;    // prefetch in software ahead of the hardware (store_policy::prefetched)
   bool stream = false;      // write with non-temporal stores (every vector store aligned)
   bool read_ahead = false;  // prefetch planar source rows in bursts (reads_rows_ahead)
 
   std::int64_t items() const noexcept { return n * p_blocks; }
+
+  // Piece `item`: pixels [p0, p1) of image n. Each piece of an image has p_block pixels but its
+  // last, which also takes the pixels left (fewer than p_block): so no piece of an image of at
+  // least 8 pixels has fewer than 8, which the vector kernels move a step at a time (the pixels
+  // left after the steps go as one more step over a piece's last 8: cpu_simd.ipp's run_layout).
+  struct piece_range {
+    std::int64_t n, p0, p1;
+  };
+  piece_range piece(std::int64_t item) const noexcept {
+    const std::int64_t b = item % p_blocks, p0 = b * p_block;
+    return {item / p_blocks, p0, b + 1 == p_blocks ? hw : p0 + p_block};
+  }
+  static constexpr std::int64_t pieces_of(std::int64_t hw, std::int64_t p_block) noexcept {
+    return hw == 0 ? 0 : std::max<std::int64_t>(1, hw / p_block);
+  }
 };
 
 // The pieces of from -> to for logical dims [N, C, H, W] (both layouts 4-D and different).
@@ -185,7 +200,7 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // block of pixels keeps those lines in L1 while all chunks of the block go by.
     j.p_block = 64;
   }
-  j.p_blocks = hw == 0 ? 0 : (hw + j.p_block - 1) / j.p_block;
+  j.p_blocks = layout_job::pieces_of(hw, j.p_block);
   return j;
 }
 
@@ -223,7 +238,7 @@ inline void split_for_threads(layout_job& j, int threads) noexcept {
   if (threads <= 1 || j.hw == 0) return;
   while (j.items() < 4 * std::int64_t{threads} && j.p_block > 64) {
     j.p_block = (j.p_block / 2 + 7) / 8 * 8;
-    j.p_blocks = (j.hw + j.p_block - 1) / j.p_block;
+    j.p_blocks = layout_job::pieces_of(j.hw, j.p_block);
   }
 }
 
@@ -235,8 +250,8 @@ inline void run_layout_portable(const layout_job& j, const std::byte* src, std::
                                 std::int64_t end) noexcept {
   alignas(8) static constexpr std::byte zeros[8]{};
   for (std::int64_t item = begin; item < end; ++item) {
-    const std::int64_t n = item / j.p_blocks, p0 = item % j.p_blocks * j.p_block;
-    const std::int64_t len = std::min(j.p_block, j.hw - p0);
+    const auto [n, p0, p1] = j.piece(item);
+    const std::int64_t len = p1 - p0;
     for (std::int64_t q = 0; q < j.q_count; ++q) {
       const std::int64_t kv = std::clamp<std::int64_t>(j.c - 8 * q, 0, 8), kt = j.d_pads ? 8 : kv;
       const std::int64_t so = j.s.chunk(n, q) + p0 * j.s.ps, dof = j.d.chunk(n, q) + p0 * j.d.ps;
