@@ -10,7 +10,12 @@ tensor's shape); a RATIO line gives the smallest of them:
   RATIO transform.<figure>.vs_memcpy.min_over_sizes_above_l2    one thread, sizes above L2
   RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2
 A size is above L2 when the float tensor is larger than the L2 cache of one core, as the
-benchmark's context reports it. Usage: ratios.py <transforms_bench JSON> [--markdown]
+benchmark's context reports it. The layout transforms also run at a network's shapes
+(shapes/<figure>/<implementation>/<shape>/t1), one thread; a table of their own and, for
+information, the smallest ratio over them:
+  RATIO transform.<figure>.vs_onednn.min_over_network_shapes
+  RATIO transform.<figure>.vs_memcpy.min_over_network_shapes
+Usage: ratios.py <transforms_bench JSON> [--markdown]
 """
 import json
 import re
@@ -18,11 +23,13 @@ import sys
 
 FIGURES = ["nChw8c_to_nchw", "nchw_to_nChw8c", "nchw_to_nhwc", "f32_to_f16", "f32_to_bf16",
            "fused_nChw8c_f32_to_nchw_f16"]
-NAME = re.compile(r"^(?P<figure>[^/]+)/(?P<impl>[^/]+)/(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+)/t(?P<threads>\d+)$")
+NAME = re.compile(r"^(?P<shapes>shapes/)?(?P<figure>[^/]+)/(?P<impl>[^/]+)/"
+                  r"(?P<shape>(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+))/t(?P<threads>\d+)$")
 
 
-def load(path):
-    """{(figure, impl, bytes, threads): bytes per second} of the medians, and the L2 size."""
+def load(path, network=False):
+    """{(figure, impl, bytes, threads): bytes per second} of the sweep's medians (network: of
+    the network shapes, keyed by the shape's name instead of its bytes), and the L2 size."""
     with open(path) as f:
         report = json.load(f)
     out = {}
@@ -33,10 +40,10 @@ def load(path):
         if name.endswith("/real_time"):
             name = name[: -len("/real_time")]
         m = NAME.match(name)
-        if not m:
+        if not m or bool(m["shapes"]) != network:
             continue
         size = 4 * int(m["n"]) * int(m["c"]) * int(m["h"]) * int(m["w"])  # bytes of the float tensor
-        out[(m["figure"], m["impl"], size, int(m["threads"]))] = b["bytes_per_second"]
+        out[(m["figure"], m["impl"], m["shape"] if network else size, int(m["threads"]))] = b["bytes_per_second"]
     l2 = None
     for cache in report.get("context", {}).get("caches", []):
         if cache.get("level") == 2 and cache.get("type") in ("Unified", "Data"):
@@ -71,8 +78,35 @@ def ratios(bps, l2):
     return out
 
 
-def tables(bps, markdown):
-    """One table per figure: GB/s of each implementation and thread count, a row per size."""
+def shape_bytes(shape):
+    """Bytes of the float tensor of a shape's name, NxCxHxW."""
+    n, c, h, w = (int(x) for x in shape.split("x"))
+    return 4 * n * c * h * w
+
+
+def shape_name(shape):
+    return "%s (%s)" % (shape, size_name(shape_bytes(shape)))
+
+
+def network_ratios(bps):
+    """[(RATIO name, value, the shape it was smallest at)]: fluidk over oneDNN and over memcpy at
+    the network shapes, one thread."""
+    out = []
+    for figure in FIGURES:
+        for ref in ("onednn", "memcpy"):
+            values = [(bps[(figure, "fluidk", s, 1)] / bps[(figure, ref, s, 1)], s)
+                      for s in {k[2] for k in bps if k[0] == figure}
+                      if (figure, "fluidk", s, 1) in bps and (figure, ref, s, 1) in bps]
+            if values:
+                value, shape = min(values)
+                out.append(("transform.%s.vs_%s.min_over_network_shapes" % (figure, ref), value, shape))
+    return out
+
+
+def tables(bps, markdown, network=False):
+    """One table per figure: GB/s of each implementation and thread count, a row per size (per
+    shape, for the network shapes)."""
+    label = shape_name if network else size_name
     lines = []
     for figure in FIGURES:
         columns = sorted({(k[1], k[3]) for k in bps if k[0] == figure},
@@ -80,23 +114,25 @@ def tables(bps, markdown):
                                         if c[0] in ("fluidk", "onednn", "sequential", "memcpy") else 9, c[1]))
         if not columns:
             continue
-        sizes = sorted({k[2] for k in bps if k[0] == figure})
+        sizes = sorted({k[2] for k in bps if k[0] == figure}, key=shape_bytes if network else None)
         heads = ["%s t%d" % c for c in columns]
+        title = figure + (" at a network's shapes" if network else "")
+        width = max(len(label(s)) for s in sizes) + 2
         if markdown:
-            lines.append("**%s** (GB/s, read + written)" % figure)
+            lines.append("**%s** (GB/s, read + written)" % title)
             lines.append("")
-            lines.append("| size | " + " | ".join(heads) + " |")
+            lines.append("| %s | " % ("shape" if network else "size") + " | ".join(heads) + " |")
             lines.append("|---:|" + "---:|" * len(heads))
         else:
-            lines.append("%s (GB/s, read + written)" % figure)
-            lines.append("%-9s" % "size" + "".join("%14s" % h for h in heads))
+            lines.append("%s (GB/s, read + written)" % title)
+            lines.append("%-*s" % (width, "shape" if network else "size") + "".join("%14s" % h for h in heads))
         for s in sizes:
             cells = ["%.2f" % (bps[(figure, c[0], s, c[1])] / 1e9) if (figure, c[0], s, c[1]) in bps else "-"
                      for c in columns]
             if markdown:
-                lines.append("| %s | " % size_name(s) + " | ".join(cells) + " |")
+                lines.append("| %s | " % label(s) + " | ".join(cells) + " |")
             else:
-                lines.append("%-9s" % size_name(s) + "".join("%14s" % c for c in cells))
+                lines.append("%-*s" % (width, label(s)) + "".join("%14s" % c for c in cells))
         lines.append("")
     return lines
 
@@ -107,15 +143,19 @@ def main():
     if len(args) != 1:
         sys.exit("usage: ratios.py <transforms_bench JSON output> [--markdown]")
     bps, l2 = load(args[0])
-    if not bps:
+    network, _ = load(args[0], network=True)
+    if not bps and not network:
         sys.exit("ratios.py: no medians in %s (run with --benchmark_repetitions > 1)" % args[0])
-    if l2 is None:
+    if bps and l2 is None:
         print("ratios.py: the benchmark's context names no L2 cache: no ratio above L2", file=sys.stderr)
-    print("\n".join(tables(bps, markdown)))
+    print("\n".join(tables(bps, markdown) + tables(network, markdown, network=True)))
     found = ratios(bps, l2)
     for name, value, size in found:
         print("RATIO %s %.3f" % (name, value) + ("" if markdown else "  (at %s)" % size_name(size)))
-    sys.exit(0 if found else 1)
+    found_network = network_ratios(network)
+    for name, value, shape in found_network:
+        print("RATIO %s %.3f" % (name, value) + ("" if markdown else "  (at %s)" % shape))
+    sys.exit(0 if found or found_network else 1)
 
 
 if __name__ == "__main__":

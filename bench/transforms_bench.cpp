@@ -57,8 +57,18 @@ std::vector<size_case> sweep() {
     out.push_back({std::size_t(n * 64 * side * side * 4), dims{n, 64, side, side}});
   return out;
 }
+// Shapes of a network's later layers, where the images are small and the channels many: ResNet-50's
+// last two stages (1024 channels of 14 x 14, 2048 of 7 x 7, with pixels left over after the
+// kernels' steps of 8) and the pooled features its classifier reads (one pixel, 32 images).
+std::vector<size_case> network_shapes() {
+  std::vector<size_case> out;
+  for (const dims& d : {dims{1, 1024, 14, 14}, dims{1, 2048, 7, 7}, dims{32, 2048, 1, 1}})
+    out.push_back({std::size_t(d[0] * d[1] * d[2] * d[3] * 4), d});
+  return out;
+}
 std::string size_name(const size_case& c) {
-  return std::to_string(c.shape[0]) + "x64x" + std::to_string(c.shape[2]) + "x" + std::to_string(c.shape[3]);
+  return std::to_string(c.shape[0]) + "x" + std::to_string(c.shape[1]) + "x" + std::to_string(c.shape[2]) +
+         "x" + std::to_string(c.shape[3]);
 }
 std::string bytes_name(std::size_t bytes) {
   char text[32];
@@ -94,8 +104,8 @@ struct buffers {
     std::memset(nchw_bf16.handle(), 0, nchw_bf16.storage_bytes());
   }
   static buffers& of(const size_case& c) {
-    static std::map<std::size_t, std::unique_ptr<buffers>> all;
-    auto& slot = all[c.bytes];
+    static std::map<std::string, std::unique_ptr<buffers>> all;
+    auto& slot = all[size_name(c)];
     if (!slot) slot = std::make_unique<buffers>(c.shape);
     return *slot;
   }
@@ -151,6 +161,7 @@ struct entry {
   std::string name;  // <figure>/<implementation>
   bench_fn fn;
   std::vector<int> threads;
+  bool network = false;  // run at network_shapes() too (one thread)
 };
 
 // Each figure's source and target, and the memcpy that reads plus writes as many bytes (for
@@ -159,29 +170,40 @@ const std::vector<entry>& entries() {
   static const std::vector<entry> all = {
       {"nChw8c_to_nchw/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nChw8c, b.nchw); },
-       {1, 2}},
+       {1, 2},
+       true},
       {"nChw8c_to_nchw/onednn",
        [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nChw8c, b.nchw); },
-       {1, 2}},
+       {1, 2},
+       true},
       {"nChw8c_to_nchw/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nChw8c, b.scratch, b.nchw.storage_bytes()); },
-       {1}},
+       {1},
+       true},
       {"nchw_to_nChw8c/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nChw8c); },
-       {1, 2}},
+       {1, 2},
+       true},
       {"nchw_to_nChw8c/onednn",
        [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nChw8c); },
-       {1, 2}},
+       {1, 2},
+       true},
       {"nchw_to_nChw8c/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, b.nchw.storage_bytes()); },
-       {1}},
+       {1},
+       true},
       {"nchw_to_nhwc/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nhwc); },
-       {1, 2}},
-      {"nchw_to_nhwc/onednn", [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nhwc); }, {1, 2}},
+       {1, 2},
+       true},
+      {"nchw_to_nhwc/onednn",
+       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nhwc); },
+       {1, 2},
+       true},
       {"nchw_to_nhwc/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, b.nchw.storage_bytes()); },
-       {1}},
+       {1},
+       true},
       {"f32_to_f16/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nchw_f16); },
        {1, 2}},
@@ -205,7 +227,8 @@ const std::vector<entry>& entries() {
       // against oneDNN's one reorder, and a memcpy of the bytes the fused pass moves.
       {"fused_nChw8c_f32_to_nchw_f16/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nChw8c, b.nchw_f16); },
-       {1, 2}},
+       {1, 2},
+       true},
       {"fused_nChw8c_f32_to_nchw_f16/sequential",
        [](auto& s, auto& b, int t) {
          timed(s, t, b.nChw8c.storage_bytes() + b.nchw_f16.storage_bytes(), [&] {
@@ -215,13 +238,15 @@ const std::vector<entry>& entries() {
                          std::size_t(b.scratch.numel()), t);
          });
        },
-       {1, 2}},
+       {1, 2},
+       true},
       {"fused_nChw8c_f32_to_nchw_f16/onednn",
        [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nChw8c, b.nchw_f16); },
        {1}},
       {"fused_nChw8c_f32_to_nchw_f16/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nChw8c, b.scratch, std::size_t(b.nchw.numel()) * 3); },
-       {1}},
+       {1},
+       true},
   };
   return all;
 }
@@ -240,7 +265,9 @@ void describe() {
   std::printf("NCHW -> NHWC walks: %s\n", std::string(kernels::name_of(kernels::active_nhwc_walk())).c_str());
   std::printf(
       "store policy by size (layout transforms of float write the size, casts to 16 bits half of it):\n");
-  for (const size_case& c : sweep())
+  std::vector<size_case> all = sweep();
+  for (const size_case& c : network_shapes()) all.push_back(c);
+  for (const size_case& c : all)
     std::printf("  %-14s %10s: layout %-9s cast %s\n", size_name(c).c_str(), bytes_name(c.bytes).c_str(),
                 std::string(kernels::name_of(kernels::active_store_policy(c.bytes))).c_str(),
                 std::string(kernels::name_of(kernels::active_store_policy(c.bytes / 2))).c_str());
@@ -260,14 +287,17 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("openmp_max_threads", std::to_string(omp_get_max_threads()));
 #endif
   // Sizes outermost, so that each size's buffers are made once.
+  const auto add = [](const std::string& name, const size_case& c, bench_fn fn, int t) {
+    benchmark::RegisterBenchmark(name.c_str(), [c, fn, t](benchmark::State& state) {
+      fn(state, buffers::of(c), t);
+    })->UseRealTime();
+  };
   for (const size_case& c : sweep())
     for (const entry& e : entries())
-      for (int t : e.threads) {
-        const std::string name = e.name + "/" + size_name(c) + "/t" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), [c, fn = e.fn, t](benchmark::State& state) {
-          fn(state, buffers::of(c), t);
-        })->UseRealTime();
-      }
+      for (int t : e.threads) add(e.name + "/" + size_name(c) + "/t" + std::to_string(t), c, e.fn, t);
+  for (const size_case& c : network_shapes())
+    for (const entry& e : entries())
+      if (e.network) add("shapes/" + e.name + "/" + size_name(c) + "/t1", c, e.fn, 1);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
