@@ -126,15 +126,15 @@ inline layout_side side_of(data_layout l, std::int64_t c, std::int64_t hw) noexc
 struct layout_job {
   layout_side s, d;
   std::int64_t n = 0, c = 0, hw = 0;
-  std::int64_t q_count = 0;  // channel chunks written: the padded ones too for a blocked target
-  bool d_pads = false;       // the target is blocked: each chunk gets 8 lanes, zeros past C
-  bool s_padded = false;     // the source is blocked: a chunk's 8 lanes may be read past C
-  std::int64_t p_block = 0;  // pixels per piece of work (a multiple of 8, or all of them)
+  std::int64_t q_count = 0;   // channel chunks written: the padded ones too for a blocked target
+  bool d_pads = false;        // the target is blocked: each chunk gets 8 lanes, zeros past C
+  bool s_padded = false;      // the source is blocked: a chunk's 8 lanes may be read past C
+  std::int64_t p_block = 0;   // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
-  std::int64_t group = 1;   // planar -> channels together: full chunks moved together (1, 2 or 4)
-  bool prefetch = false;    // prefetch in software ahead of the hardware (store_policy::prefetched)
-  bool stream = false;      // write with non-temporal stores (every vector store aligned)
-  bool read_ahead = false;  // prefetch planar source rows in bursts (reads_rows_ahead)
+  std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1, 2 or 4)
+  bool prefetch = false;      // prefetch in software ahead of the hardware (store_policy::prefetched)
+  bool stream = false;        // write with non-temporal stores (every vector store aligned)
+  bool read_ahead = false;    // prefetch planar source rows in bursts (reads_rows_ahead)
 
   std::int64_t items() const noexcept { return n * p_blocks; }
 
