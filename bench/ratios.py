@@ -12,9 +12,11 @@ tensor's shape); a RATIO line gives the smallest of them:
 A size is above L2 when the float tensor is larger than the L2 cache of one core, as the
 benchmark's context reports it. The layout transforms also run at a network's shapes
 (shapes/<figure>/<implementation>/<shape>/t1), one thread; a table of their own and, for
-information, the smallest ratio over them:
+information, the smallest ratio over them (the fused pass against its sequential steps and
+memcpy, not oneDNN's reference float16 reorder):
   RATIO transform.<figure>.vs_onednn.min_over_network_shapes
   RATIO transform.<figure>.vs_memcpy.min_over_network_shapes
+  RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_network_shapes
 Usage: ratios.py <transforms_bench JSON> [--markdown]
 """
 import json
@@ -89,11 +91,11 @@ def shape_name(shape):
 
 
 def network_ratios(bps):
-    """[(RATIO name, value, the shape it was smallest at)]: fluidk over oneDNN and over memcpy at
-    the network shapes, one thread."""
+    """[(RATIO name, value, the shape it was smallest at)]: fluidk over each reference measured at
+    the network shapes (oneDNN, memcpy, the sequential steps), one thread."""
     out = []
     for figure in FIGURES:
-        for ref in ("onednn", "memcpy"):
+        for ref in ("onednn", "memcpy", "sequential"):
             values = [(bps[(figure, "fluidk", s, 1)] / bps[(figure, ref, s, 1)], s)
                       for s in {k[2] for k in bps if k[0] == figure}
                       if (figure, "fluidk", s, 1) in bps and (figure, ref, s, 1) in bps]

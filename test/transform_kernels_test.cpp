@@ -1039,4 +1039,9 @@ TEST_CASE("an image's last piece takes the pixels left, so no piece of 8 pixels 
   }
   CHECK(covered == 1517);
   CHECK(j.items() >= 8);
+  // A small image of many channels still gives each of two threads a few pieces.
+  j = d::make_layout_job(data_layout::nchw, data_layout_of<layout::nChw8c>, 1, 1024, 196, 4, 4);
+  d::split_for_threads(j, 2);
+  CHECK(j.items() == 6);
+  CHECK(j.piece(5).p1 == 196);
 }

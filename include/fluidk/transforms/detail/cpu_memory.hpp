@@ -202,8 +202,9 @@ class store_policy_scope {
 //     float, 3 MiB in the L3) this runs at 0.87x memcpy; all four chunk groups of 8 pixels a
 //     step (64 source rows in flight) ran at 0.54-0.59x there, short blocks at 0.63x (and
 //     streamed, at 12 and 49 MiB, 0.42-0.55x against long runs' 1.04-1.63x).
-//   short_blocks: blocks of 32 pixels, every chunk group of a block before the next block, so
-//     that the target is written a few lines at a time in order. On Intel Xeon (family 6, model
+//   short_blocks: blocks of 32 pixels (an image's last block also takes the pixels left), every
+//     chunk group of a block before the next block, so that the target is written a few lines
+//     at a time in order. On Intel Xeon (family 6, model
 //     207: 2 MiB L2, the same 3 MiB case) a pass over every 4th line of the target runs at 0.48x
 //     memcpy: the L2's streamer brings in the lines the pass skips and loses them before the
 //     next pass. Short blocks run at 0.84-0.86x there (the bench, above L2).

@@ -1129,14 +1129,14 @@ FLUIDK_DETAIL_SIMD_INLINE inline bool move_chunk(const layout_job& j, const std:
 // step; the 1-7 pixels left of a piece of at least 8 go as one more step over its last 8 pixels,
 // which writes some of them a second time with the same values (src and dst never overlap, and no
 // other thread writes this piece), through the caches. One pixel left of a bit copy, and images
-// under 8 pixels (layout_job::piece), go element by element (convert_pixels; nChw8c -> NCHW at 7 x
-// 7 with one left: 0.36-0.40 us either way). At the small images of a network's later stages the
-// pixels left had cost more than the rest, element by element with each chunk's offsets worked out
-// again per element (a division, for a blocked side): on Zen 4, one thread, 64 channels of float at
-// 14 x 14 (4 left), NCHW -> nChw8c 1.69 -> 1.00 us, NCHW -> NHWC 1.43 -> 1.06 us, nChw8c -> NCHW
-// 1.28 -> 1.14 us, nChw8c float -> NCHW float16 1.76 -> 0.96 us (memcpy of the same bytes: 0.89
-// us); at 7 x 7 (1 left), offsets per chunk, 0.49 -> 0.34 us, 0.41 -> 0.31 us and, in a step, 0.61
-// -> 0.44 us.
+// under 8 pixels with a planar side (layout_job::piece), go element by element (convert_pixels;
+// nChw8c -> NCHW at 7 x 7 with one left: 0.36-0.40 us either way). At the small images of a
+// network's later stages the pixels left had cost more than the rest, element by element with each
+// chunk's offsets worked out again per element (a division, for a blocked side): on Zen 4, one
+// thread, 64 channels of float at 14 x 14 (4 left), NCHW -> nChw8c 1.69 -> 1.00 us, NCHW -> NHWC
+// 1.43 -> 1.06 us, nChw8c -> NCHW 1.28 -> 1.14 us, nChw8c float -> NCHW float16 1.76 -> 0.96 us
+// (memcpy of the same bytes: 0.89 us); at 7 x 7 (1 left), offsets per chunk, 0.49 -> 0.34 us, 0.41
+// -> 0.31 us and, in a step, 0.61 -> 0.44 us.
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* src, std::byte* dst,
                                           std::int64_t begin, std::int64_t end) noexcept {
@@ -1196,8 +1196,8 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
           for (; p < p1; ++p) put<W>(dq + p * d_ps, _mm256_and_ps(R::load(sq + p * s_ps), mask), nt);
         }
       }
-      // What is left element by element: images under 8 pixels, the one pixel after the steps of
-      // a bit copy, and partial chunks of an NHWC side.
+      // What is left element by element: images under 8 pixels (a planar side), the one pixel
+      // after the steps of a bit copy, and partial chunks of an NHWC side.
       convert_pixels<R, W>(sq, s_ps, s_cs, dq, d_ps, d_cs, p, p1, kv, kt);
     }
   }
