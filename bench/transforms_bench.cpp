@@ -44,6 +44,7 @@ struct size_case {
   std::size_t bytes;
   dims shape;
 };
+size_case case_of(const dims& d) { return {std::size_t(d[0] * d[1] * d[2] * d[3] * 4), d}; }
 std::vector<size_case> sweep() {
   std::vector<size_case> out;
   for (const auto& [n, side] : {std::pair<std::int64_t, std::int64_t>{1, 7},
@@ -54,7 +55,7 @@ std::vector<size_case> sweep() {
                                 {4, 112},
                                 {16, 112},
                                 {64, 112}})
-    out.push_back({std::size_t(n * 64 * side * side * 4), dims{n, 64, side, side}});
+    out.push_back(case_of(dims{n, 64, side, side}));
   return out;
 }
 // Shapes of a network's later layers, where the images are small and the channels many: ResNet-50's
@@ -63,7 +64,7 @@ std::vector<size_case> sweep() {
 std::vector<size_case> network_shapes() {
   std::vector<size_case> out;
   for (const dims& d : {dims{1, 1024, 14, 14}, dims{1, 2048, 7, 7}, dims{32, 2048, 1, 1}})
-    out.push_back({std::size_t(d[0] * d[1] * d[2] * d[3] * 4), d});
+    out.push_back(case_of(d));
   return out;
 }
 std::string size_name(const size_case& c) {

@@ -157,9 +157,8 @@ inline store_policy automatic_store_policy(std::size_t bytes) noexcept {
 // AVX-512 engine's NCHW -> nChw8c of 4-byte elements, and NCHW -> NHWC of 8 channels, the same
 // transform: gather8_lines in cpu_simd.ipp): where that is more than the L2 holds, so that the
 // rows come from the L3. Measured on Zen 4: 5-10% faster from the L3, 9% slower from the L2 and
-// streamed. (NCHW -> NHWC, sixteen rows at a time, was
-// 10-15% slower with it from the L3, and nChw8c -> NCHW prefetching its eight target rows so no
-// faster: neither reads ahead.)
+// streamed. (NCHW -> NHWC, sixteen rows at a time, was 10-15% slower with it from the L3, and
+// nChw8c -> NCHW prefetching its eight target rows so no faster: neither reads ahead.)
 inline bool reads_rows_ahead(store_policy policy, std::size_t bytes_per_thread) noexcept {
   return policy == store_policy::cached && bytes_per_thread > detected_caches().l2;
 }
@@ -204,10 +203,10 @@ class store_policy_scope {
 //     streamed, at 12 and 49 MiB, 0.42-0.55x against long runs' 1.04-1.63x).
 //   short_blocks: blocks of 32 pixels (an image's last block also takes the pixels left), every
 //     chunk group of a block before the next block, so that the target is written a few lines
-//     at a time in order. On Intel Xeon (family 6, model
-//     207: 2 MiB L2, the same 3 MiB case) a pass over every 4th line of the target runs at 0.48x
-//     memcpy: the L2's streamer brings in the lines the pass skips and loses them before the
-//     next pass. Short blocks run at 0.84-0.86x there (the bench, above L2).
+//     at a time in order. On Intel Xeon (family 6, model 207: 2 MiB L2, the same 3 MiB case) a
+//     pass over every 4th line of the target runs at 0.48x memcpy: the L2's streamer brings in
+//     the lines the pass skips and loses them before the next pass. Short blocks run at 0.84-0.86x there (the
+//     bench, above L2).
 enum class nhwc_walk : std::uint8_t { long_runs, short_blocks };
 
 constexpr std::string_view name_of(nhwc_walk w) noexcept {

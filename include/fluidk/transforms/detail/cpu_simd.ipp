@@ -1163,7 +1163,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
         gather_group<R, W>(j, sq + p0 * se, dq + p0 * d_ps, vec, nt, j.read_ahead);
         if (last > 0) {
           gather_group<R, W>(j, sq + last * se, dq + last * d_ps, 8, false, false);
-        } else if (vec < p1 - p0) {
+        } else if (left > 0) {
           for (std::int64_t g = 0; g < j.group; ++g)
             convert_pixels<R, W>(sq + 8 * g * s_cs, s_ps, s_cs, dq + 8 * g * de, d_ps, d_cs, p0 + vec, p1, 8,
                                  8);
