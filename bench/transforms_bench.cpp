@@ -60,10 +60,12 @@ std::vector<size_case> sweep() {
 }
 // Shapes of a network's later layers, where the images are small and the channels many: ResNet-50's
 // last two stages (1024 channels of 14 x 14, 2048 of 7 x 7, with pixels left over after the
-// kernels' steps of 8) and the pooled features its classifier reads (one pixel, 32 images).
+// kernels' steps of 8), the pooled features its classifier reads (one pixel, 32 images), and
+// PSPNet's pyramid pooling of its 2048 channels into 2 x 2 bins (fewer pixels than a step).
 std::vector<size_case> network_shapes() {
   std::vector<size_case> out;
-  for (const dims& d : {dims{1, 1024, 14, 14}, dims{1, 2048, 7, 7}, dims{32, 2048, 1, 1}})
+  for (const dims& d :
+       {dims{1, 1024, 14, 14}, dims{1, 2048, 7, 7}, dims{32, 2048, 1, 1}, dims{1, 2048, 2, 2}})
     out.push_back(case_of(d));
   return out;
 }

@@ -53,11 +53,11 @@ std::byte* mp(bytes& b) { return b.data(); }
 const std::vector<data_layout> layouts4d{data_layout::nchw, data_layout::nhwc, data_layout_of<layout::nChw8c>,
                                          data_layout_of<layout::nChw16c>};
 
-// Shapes [N, C, H, W]: the channel counts of the issue (1, 3, 8, 17, 64), extents of 1, and
-// pixel counts that leave vector tails.
-const std::vector<dims> shapes{{1, 1, 1, 1},  {2, 3, 5, 7},  {1, 8, 4, 4},  {3, 17, 3, 5},
-                               {1, 64, 7, 9}, {2, 64, 1, 1}, {3, 20, 1, 1}, {1, 33, 9, 1},
-                               {4, 24, 2, 8}, {1, 16, 5, 5}, {2, 40, 6, 6}};
+// Shapes [N, C, H, W]: the channel counts of the issue (1, 3, 8, 17, 64), extents of 1, pixel
+// counts that leave vector tails, and images of 2-7 pixels (fewer than one vector step).
+const std::vector<dims> shapes{{1, 1, 1, 1},  {2, 3, 5, 7},  {1, 8, 4, 4},  {3, 17, 3, 5}, {1, 64, 7, 9},
+                               {2, 64, 1, 1}, {3, 20, 1, 1}, {1, 33, 9, 1}, {4, 24, 2, 8}, {1, 16, 5, 5},
+                               {2, 40, 6, 6}, {3, 20, 2, 2}, {2, 9, 1, 7},  {1, 64, 2, 3}, {4, 16, 1, 2}};
 
 std::int64_t padded_c(data_layout l, std::int64_t c) {
   const std::int64_t b = block_of(l);
@@ -186,8 +186,9 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
 TEST_CASE("large layout transforms give the same bytes on one thread and on several",
           "[transforms][threads]") {
   // Above the size where a transform goes parallel, odd extents; the second has 9 chunks (NCHW ->
-  // NHWC of float: four groups of two and one more).
-  for (const dims& s : {dims{3, 40, 37, 41}, dims{2, 72, 37, 47}})
+  // NHWC of float: four groups of two and one more); the third many images of 6 pixels, fewer
+  // than a vector step, which threads share image by image.
+  for (const dims& s : {dims{3, 40, 37, 41}, dims{2, 72, 37, 47}, dims{600, 44, 2, 3}})
     for (kernels::isa level : supported_isas()) {
       kernels::isa_scope scope(level);
       for (data_layout from : layouts4d)
@@ -635,8 +636,9 @@ TEST_CASE("reorder_cast gives the bytes of reorder then cast, in one pass", "[tr
       {data_type::float64, data_type::float16},  {data_type::int32, data_type::float32},
       {data_type::float32, data_type::int8},     {data_type::uint8, data_type::float32},
       {data_type::boolean, data_type::float16},  {data_type::float32, data_type::float32}};
-  const std::vector<dims> odd{{1, 3, 5, 7}, {2, 17, 3, 3}, {1, 8, 4, 4},  {2, 64, 3, 5},
-                              {1, 1, 1, 1}, {3, 40, 1, 9}, {3, 20, 1, 1}, {2, 24, 1, 1}};
+  const std::vector<dims> odd{{1, 3, 5, 7},  {2, 17, 3, 3}, {1, 8, 4, 4},  {2, 64, 3, 5},
+                              {1, 1, 1, 1},  {3, 40, 1, 9}, {3, 20, 1, 1}, {2, 24, 1, 1},
+                              {2, 24, 2, 2}, {3, 9, 1, 3},  {1, 64, 1, 7}};
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope scope(level);
     for (const auto& [ft, tt] : types)
@@ -720,7 +722,7 @@ TEST_CASE("every store policy on every instruction-set level gives the naive tra
   // every other nChw8c chunk half a line off (2x16x7x9, 2x24x5x13, 1x32x9x9).
   const std::vector<dims> cases{{1, 64, 8, 8}, {2, 32, 16, 4}, {1, 16, 4, 8},  {1, 24, 8, 4},
                                 {3, 17, 8, 2}, {1, 8, 5, 7},   {2, 40, 3, 16}, {1, 72, 16, 16},
-                                {2, 16, 7, 9}, {2, 24, 5, 13}, {1, 32, 9, 9}};
+                                {2, 16, 7, 9}, {2, 24, 5, 13}, {1, 32, 9, 9},  {3, 20, 1, 3}};
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope isa(level);
     for (kernels::store_policy policy : policies) {
