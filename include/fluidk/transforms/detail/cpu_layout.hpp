@@ -88,7 +88,9 @@ struct layout_side {
       case side_kind::channels_last:
         return n * n_stride + q * 8;
       case side_kind::blocked:
-        return n * n_stride + (q * 8 / block) * hw * block + (q * 8) % block;
+        // Blocks of 8 or 16 channels: one chunk or two a block. (A division per chunk cost NCHW
+        // -> nChw8c of [1, 2048, 2, 2] float 17% on Zen 4.)
+        return n * n_stride + (block == 8 ? q * 8 * hw : (q / 2) * hw * 16 + (q % 2) * 8);
     }
     return 0;
   }
