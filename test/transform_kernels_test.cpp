@@ -1046,4 +1046,20 @@ TEST_CASE("an image's last piece takes the pixels left, so no piece of 8 pixels 
   d::split_for_threads(j, 2);
   CHECK(j.items() == 6);
   CHECK(j.piece(5).p1 == 196);
+  // An image of fewer than 8 pixels is one piece, whatever the pair, the walk and the threads:
+  // the vector engines move such an image whole (run_small_images).
+  for (data_layout from : layouts4d)
+    for (data_layout to : layouts4d)
+      for (std::int64_t hw = 1; hw < 8; ++hw)
+        for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks})
+          for (const auto& [se, de] : {std::pair<std::size_t, std::size_t>{4, 4}, {2, 2}, {4, 2}, {1, 1}})
+            for (int threads : {1, 2, 8}) {
+              if (from == to) continue;
+              j = d::make_layout_job(from, to, 3, 2048, hw, se, de, walk);
+              d::split_for_threads(j, threads);
+              INFO(name_of(from) << " -> " << name_of(to) << ", " << hw << " pixels, elements " << se
+                                 << " -> " << de << ", " << threads << " threads");
+              CHECK(j.p_blocks == 1);
+              CHECK((j.piece(2).n == 2 && j.piece(2).p0 == 0 && j.piece(2).p1 == hw));
+            }
 }
