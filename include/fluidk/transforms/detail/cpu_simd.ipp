@@ -683,23 +683,25 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
         load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
         load_rows_transposed<R>(rows + 8 * (g + 1), p * R::size, b);
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-          if (nt)
-            W::stream2(dp + i * d_px + 8 * g * W::size, a[i], b[i]);
-          else
-            W::store2(dp + i * d_px + 8 * g * W::size, a[i], b[i]);
-        }
+        for (int i = 0; i < 8; ++i) put2<W>(dp + i * d_px + 8 * g * W::size, a[i], b[i], nt);
       }
-      continue;
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
+    } else {
       v8 a[8];
-      load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
+      load_rows_transposed<R>(rows, p * R::size, a);
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) put<W>(dp + i * d_px + 8 * g * W::size, a[i], nt);
+      for (int i = 0; i < 8; ++i) put<W>(dp + i * d_px, a[i], nt);
     }
   }
+}
+
+// The 8 pixels at s of one chunk's rows (row stride s_row), transposed: r[i] = pixel i's 8
+// channels. Rows at or past kv are padding: zeros, never loaded.
+template <class R>
+FLUIDK_DETAIL_SIMD_INLINE inline void load_chunk_transposed(const std::byte* s, std::int64_t s_row,
+                                                            std::int64_t kv, v8* r) noexcept {
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) r[k] = k < kv ? R::load(s + k * s_row) : _mm256_setzero_ps();
+  transpose8(r);
 }
 
 // The same for one chunk whose rows at or past kv are padding (read as zeros, never loaded).
@@ -713,9 +715,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_partial(const std::byte* s, std::in
       for (int i = 0; i < 8; ++i) prefetch(d + (p + i) * d_px, ahead);
     }
     v8 r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) r[k] = k < kv ? R::load(s + k * s_row + p * R::size) : _mm256_setzero_ps();
-    transpose8(r);
+    load_chunk_transposed<R>(s + p * R::size, s_row, kv, r);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) put<W>(d + (p + i) * d_px, r[i], nt);
   }
@@ -1183,6 +1183,18 @@ FLUIDK_DETAIL_SIMD_INLINE inline void store_row_prefix(std::byte* d, const std::
   if (n & 1) *d = static_cast<std::byte>(_mm_cvtsi128_si32(x));
 }
 
+// The first m (at most 8) of the registers r, each written as W::store writes it into a row of
+// the tile, then the first `count` elements of each row to d + i * d_step.
+template <class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void store_prefixes(std::byte (*tile)[8 * W::size], const v8* r,
+                                                     std::int64_t m, std::byte* d, std::int64_t d_step,
+                                                     std::int64_t count) noexcept {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    if (i < m) W::store(tile[i], r[i]);
+  for (std::int64_t i = 0; i < m; ++i) store_row_prefix<W::size>(d + i * d_step, tile[i], count);
+}
+
 // Images of fewer than 8 pixels (one piece each, layout_job::piece) between a planar side and a
 // channels-together one: each chunk as one vector step of 8 pixels in registers, of which the
 // image's pixels are written: whole chunks of pixels straight from the registers, rows of a
@@ -1234,26 +1246,19 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void run_small_images(const 
       }
       v8 r[8];
       if (s_planar) {
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) r[k] = k < kv ? R::load(sq + k * s_cs) : _mm256_setzero_ps();
-        transpose8(r);
-        // Unrolled with constant indices, so that the pixels stay in registers.
+        load_chunk_transposed<R>(sq, s_cs, kv, r);
         if (kt == 8) {
+          // Unrolled with constant indices, so that the pixels stay in registers.
 #pragma GCC unroll 8
           for (int i = 0; i < 8; ++i)
             if (i < hw) W::store(dq + i * d_ps, r[i]);
         } else {
-#pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) W::store(tile[i], r[i]);
-          for (std::int64_t i = 0; i < hw; ++i) store_row_prefix<de>(dq + i * d_ps, tile[i], kt);
+          store_prefixes<W>(tile, r, hw, dq, d_ps, kt);
         }
       } else {
         for (std::int64_t i = 0; i < hw; ++i) pixels[i] = sq + i * s_ps;
         load_rows_transposed<R>(pixels, 0, r);
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k)
-          if (k < kv) W::store(tile[k], r[k]);
-        for (std::int64_t k = 0; k < kv; ++k) store_row_prefix<de>(dq + k * d_cs, tile[k], hw);
+        store_prefixes<W>(tile, r, kv, dq, d_cs, hw);
       }
     }
   }
