@@ -205,8 +205,8 @@ class store_policy_scope {
 //     chunk group of a block before the next block, so that the target is written a few lines
 //     at a time in order. On Intel Xeon (family 6, model 207: 2 MiB L2, the same 3 MiB case) a
 //     pass over every 4th line of the target runs at 0.48x memcpy: the L2's streamer brings in
-//     the lines the pass skips and loses them before the next pass. Short blocks run at 0.84-0.86x there (the
-//     bench, above L2).
+//     the lines the pass skips and loses them before the next pass. Short blocks run at
+//     0.84-0.86x there (the bench, above L2).
 enum class nhwc_walk : std::uint8_t { long_runs, short_blocks };
 
 constexpr std::string_view name_of(nhwc_walk w) noexcept {
