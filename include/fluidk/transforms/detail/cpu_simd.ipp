@@ -1087,24 +1087,83 @@ FLUIDK_DETAIL_SIMD_INLINE inline void convert_pixels(const std::byte* sq, std::i
     }
 }
 
-// Planar -> channels together, four full chunks a step, for writers of 1- and 2-byte elements
-// (make_layout_job's group 4): each step writes 32 elements of each of its 8 pixels, a whole
-// line of 2-byte ones, and never comes back to them. Four passes of one chunk each wrote a
-// quarter of every line per pass: where a pixel stride that is a multiple of 4 KiB (2048 or 1024
-// channels of float16) puts all of a pass's lines in one L1 set, each had left L1 before the
-// next pass came. On Zen 4, float16 NCHW -> NHWC, one thread: [1, 2048, 7, 7] 6.8 -> 15.8 GB/s,
-// [1, 1024, 14, 14] 15.4 -> 33.6 GB/s, [1, 512, 28, 28] 23.4 -> 32.6 GB/s, [4, 64, 56, 56] 34.1 ->
-// 37.4 GB/s; float -> float16 on the way, 9.6 -> 24.4 GB/s at [1, 2048, 7, 7]. Where the pixels'
-// channels do not start a line (2040 or 1000 channels of float16), one chunk at a time measured
-// 5-11% faster, and the caller keeps it. A function of its own, which the AVX-512 engine calls
-// too (the same instructions, one instance fewer each).
+// 8 pixels of a row as 2-byte elements: as they are (a copy), or converted by W.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i row_halves(const std::byte* p) noexcept {
+  if constexpr (std::is_same_v<R, rd_b16> && std::is_same_v<W, wr_b16>)
+    return load16(p);
+  else
+    return W::pack(R::load(p));
+}
+
+// Pixels 0-7 of channels c and c + 1 (rows a and b) as 8 lanes of 4 bytes: pixel i's two
+// channels in lane i, as they lie in a channels-together target.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_pair(const std::byte* a, const std::byte* b) noexcept {
+  const __m128i x = row_halves<R, W>(a), y = row_halves<R, W>(b);
+  return _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(x, y), _mm_unpacklo_epi16(x, y)));
+}
+
+// Pixels 0-7 of channels c to c + 3 of 1-byte elements (rows r[0..3]) as 8 lanes of 4 bytes.
+FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noexcept {
+  const auto row = [](const std::byte* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); };
+  const __m128i ab = _mm_unpacklo_epi8(row(r[0]), row(r[1])), cd = _mm_unpacklo_epi8(row(r[2]), row(r[3]));
+  return _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(ab, cd), _mm_unpacklo_epi16(ab, cd)));
+}
+
+// Planar -> channels together, four full chunks a step (make_layout_job's group 4), for writers
+// of 2-byte elements and 1-byte copies: each step moves 32 channels of 8 pixels, a whole line of
+// each pixel's 2-byte elements (half a line of 1-byte ones), and never comes back to them. The
+// channels go as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4
+// bytes, interleaved from their rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in
+// place for 8 pixels. Before, each chunk went alone: its elements widened to 4 bytes, transposed
+// and narrowed back, a pass over the block's pixels per chunk, each pass writing a quarter of
+// every pixel's line; where a pixel stride that is a multiple of 4 KiB (2048 or 1024 channels
+// of float16) put all of a pass's lines in one L1 set, each had left L1 before the next pass
+// came. On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC
+// [1, 2048, 7, 7] 6.8 -> 30.1, [1, 1024, 14, 14] 15.4 -> 51.3, [4, 64, 56, 56] 34.1 -> 59.8,
+// [1, 2040, 14, 14] 27.8 -> 36; float -> float16 on the way, [1, 2048, 7, 7] 9.6 -> 38.8 and
+// [4, 64, 56, 56] 39.7 -> 46.7; bytes, [4, 64, 56, 56] 16.1 -> 48. The prefetching policy's and
+// streaming stores' forms stay one chunk at a time (NCHW -> NHWC of these never streams:
+// streams_whole_lines). A function of its own, which the AVX-512 engine calls too (the same
+// instructions, one instance fewer each).
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_four_chunks(const std::byte* s,
                                                                             std::int64_t s_row, std::byte* d,
                                                                             std::int64_t d_px,
-                                                                            std::int64_t count, bool pf,
-                                                                            bool nt) noexcept {
-  gather_chunks<R, W, 4>(s, s_row, d, d_px, count, pf, nt);
+                                                                            std::int64_t count) noexcept {
+  constexpr bool bytes = std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>;
+  static_assert(W::size == 2 || bytes);
+  for (std::int64_t p = 0; p < count; p += 8) {
+    const std::byte* sp = s + p * R::size;
+    if constexpr (bytes) {
+      const std::byte* rows[32];
+#pragma GCC unroll 32
+      for (int k = 0; k < 32; ++k) rows[k] = sp + k * s_row;
+      v8 q[8];
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) q[k] = channel_quad(rows + 4 * k);
+      transpose8(q);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(d + (p + i) * d_px), q[i]);
+    } else {
+      v8 lo[8], hi[8];  // channels 0-15 and 16-31 of the step's pixels
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) lo[k] = channel_pair<R, W>(sp + 2 * k * s_row, sp + (2 * k + 1) * s_row);
+      transpose8(lo);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k)
+        hi[k] = channel_pair<R, W>(sp + (2 * k + 16) * s_row, sp + (2 * k + 17) * s_row);
+      transpose8(hi);
+      // The two halves of each pixel's line back to back.
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        std::byte* dp = d + (p + i) * d_px;
+        _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
+        _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+      }
+    }
+  }
 }
 
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
@@ -1144,9 +1203,9 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   // target line of 4-byte elements (make_layout_job's choice for NCHW -> NHWC of float, and
   // nChw16c) are one constant instance, for 4-byte copies only: each such instance is a large
   // function (under a sanitizer's instrumentation, more than the rest of the kernels together),
-  // and NCHW -> NHWC of float is the one programs make. Four chunks of 1- or 2-byte elements
-  // written go together too where each pixel's channels start a line (gather_four_chunks, in the
-  // AVX2 engine only); the other cases go one chunk at a time.
+  // and NCHW -> NHWC of float is the one programs make. Four chunks of 2-byte elements written
+  // or of 1-byte copies go together too, through caches without the prefetching policy
+  // (gather_four_chunks, in the AVX2 engine only); the other cases go one chunk at a time.
   if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
     if (j.group == 1 && d_ps == 32 && !j.prefetch) {
@@ -1166,13 +1225,13 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
     }
   }
   (void)ahead;
-  if constexpr (W::size <= 2) {
-    if (j.group == 4 && d_ps % 64 == 0) {
+  if constexpr (W::size == 2 || (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>)) {
+    if (j.group == 4 && !j.prefetch && !nt) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
       avx2::gather_four_chunks<typename in_avx2<R>::type, typename in_avx2<W>::type>(sq, s_cs, dq, d_ps,
-                                                                                     count, j.prefetch, nt);
+                                                                                     count);
 #else
-      gather_four_chunks<R, W>(sq, s_cs, dq, d_ps, count, j.prefetch, nt);
+      gather_four_chunks<R, W>(sq, s_cs, dq, d_ps, count);
 #endif
       return;
     }
