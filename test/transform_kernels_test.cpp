@@ -938,6 +938,59 @@ TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give
   CHECK(kernels::name_of(kernels::nhwc_walk::short_blocks) == "short blocks");
 }
 
+TEST_CASE(
+    "streamed from NHWC, cores taking long runs read blocks of 1024 pixels and stream planar rows; "
+    "every walk and policy gives the naive transform's bytes",
+    "[transforms][stores]") {
+  namespace d = kernels::detail;
+  const dims large{1, 24, 32, 40};  // 1280 pixels: a block of 1024 and the rest
+  const auto plan = [&](const std::byte* dst, data_layout to, const dims& shape, int threads) {
+    return d::plan_layout(data_layout::nhwc, 4, dst, to, 4, shape, threads);
+  };
+  {
+    placed at(std::size_t(storage_of(data_layout_of<layout::nChw8c>, large)) * 4, 0);
+    kernels::store_policy_scope streaming(kernels::store_policy::streaming);
+    {
+      kernels::nhwc_walk_scope walk(kernels::nhwc_walk::long_runs);
+      const auto planar = plan(at.data(), data_layout::nchw, large, 1);
+      CHECK(planar.job.stream);
+      CHECK(planar.job.p_block == 1024);
+      CHECK(plan(at.data(), data_layout_of<layout::nChw8c>, large, 1).job.p_block == 1024);
+      // Through the caches, blocks of 64 pixels; rows that are not whole lines never stream.
+      CHECK_FALSE(plan(at.data(), data_layout::nchw, dims{1, 24, 5, 13}, 1).job.stream);
+      kernels::store_policy_scope cached(kernels::store_policy::cached);
+      CHECK(plan(at.data(), data_layout::nchw, large, 1).job.p_block == 64);
+    }
+    kernels::nhwc_walk_scope walk(kernels::nhwc_walk::short_blocks);
+    const auto planar = plan(at.data(), data_layout::nchw, large, 1);
+    CHECK_FALSE(planar.job.stream);
+    CHECK(planar.job.p_block == 64);
+    const auto blocked = plan(at.data(), data_layout_of<layout::nChw8c>, large, 1);
+    CHECK(blocked.job.stream);
+    CHECK(blocked.job.p_block == 64);
+  }
+  // A partial last chunk (20 channels), an image of exactly 1024 pixels, rows that are and are
+  // not whole lines, on one and two threads, into every layout.
+  const std::vector<dims> cases{large, {2, 20, 16, 64}, {2, 16, 8, 4}, {1, 24, 5, 13}};
+  for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
+    kernels::nhwc_walk_scope walking(walk);
+    for (kernels::store_policy policy : policies) {
+      kernels::store_policy_scope stores(policy);
+      for (const dims& s : cases)
+        for (data_layout to : layouts4d)
+          for (std::size_t elem : {1, 2, 4, 8})
+            for (int threads : {1, 2}) {
+              INFO(describe(data_layout::nhwc, to, s, elem)
+                   << " walk " << kernels::name_of(walk) << " stores " << kernels::name_of(policy)
+                   << " threads " << threads);
+              const bytes src = random_bytes(std::size_t(storage_of(data_layout::nhwc, s)) * elem, 41);
+              CHECK(difference(run_reorder(src, data_layout::nhwc, to, s, elem, threads),
+                               naive_reorder(src, data_layout::nhwc, to, s, elem)) == "");
+            }
+    }
+  }
+}
+
 TEST_CASE("layout transforms stream only where their stores write whole target lines one after another",
           "[transforms][stores]") {
   namespace d = kernels::detail;
@@ -949,14 +1002,16 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
     std::int64_t c;
     std::size_t se, de;
     bool streams;
+    bool on_long_runs = false;  // streams where the walk is long runs
   };
   for (const stream_case& k : {
-           // A planar target a line at a time, from blocked sources; NHWC's pixels go eight rows
-           // at a time, and streamed rows in pieces.
+           // A planar target a line at a time, from blocked sources, and from NHWC where the walk
+           // is long runs (in blocks of 1024 pixels; on other cores, 64-pixel blocks streamed their
+           // rows in pieces).
            stream_case{b8, nchw, 64, 4, 4, true},
            {b16, nchw, 64, 4, 2, true},
-           {nhwc, nchw, 64, 4, 4, false},
-           {nhwc, nchw, 64, 2, 2, false},
+           {nhwc, nchw, 64, 4, 4, false, true},
+           {nhwc, nchw, 64, 2, 2, false, true},
            // nChw8c from anything.
            {nchw, b8, 64, 4, 4, true},
            {nchw, b8, 17, 2, 2, true},
@@ -978,7 +1033,8 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
                          << k.de << " bytes");
     for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
       const d::layout_job j = d::make_layout_job(k.from, k.to, 2, k.c, 3136, k.se, k.de, walk);
-      CHECK(d::streams_whole_lines(j, target, k.se, k.de) == k.streams);
+      CHECK(d::streams_whole_lines(j, target, k.se, k.de) ==
+            (k.streams || (k.on_long_runs && walk == kernels::nhwc_walk::long_runs)));
       // Never to a target off its vector width.
       CHECK_FALSE(d::streams_whole_lines(j, target + 16, k.se, k.de));
     }

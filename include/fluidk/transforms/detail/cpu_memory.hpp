@@ -207,6 +207,9 @@ class store_policy_scope {
 //     pass over every 4th line of the target runs at 0.48x memcpy: the L2's streamer brings in
 //     the lines the pass skips and loses them before the next pass. Short blocks run at
 //     0.84-0.86x there (the bench, above L2).
+// The walk also says how a streamed transform reads NHWC: on the cores that take long runs, in
+// blocks of 1024 pixels, also into a planar target; elsewhere in blocks of 64, and a planar
+// target through the caches (make_layout_job in cpu_layout.hpp).
 enum class nhwc_walk : std::uint8_t { long_runs, short_blocks };
 
 constexpr std::string_view name_of(nhwc_walk w) noexcept {
