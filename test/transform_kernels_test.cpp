@@ -885,7 +885,7 @@ TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give
   // Pixel counts below, at and around the 32-pixel blocks (a last block of 1, 7 or 8 pixels),
   // channel counts that fill target lines and that do not, and threads that split the blocks.
   // Pixels of whole lines of 1- or 2-byte elements (C a multiple of 64 or 32) go four chunks a
-  // step (gather_four_chunks): 64, 96 and 128 channels, odd pixel counts.
+  // step (gather_packed_chunks): 64, 96 and 128 channels, odd pixel counts.
   const std::vector<dims> cases{{1, 64, 5, 13}, {2, 16, 8, 4}, {1, 24, 7, 9}, {2, 40, 5, 8}, {1, 48, 1, 33},
                                 {1, 8, 3, 13},  {3, 72, 9, 9}, {2, 96, 3, 7}, {1, 128, 3, 5}};
   for (kernels::isa level : supported_isas()) {

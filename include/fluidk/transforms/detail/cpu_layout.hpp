@@ -182,7 +182,7 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // back to its pixels: they go as one block (blocks of L2's size were 2-5% slower). Other
     // element sizes move four chunks at a time over a block of pixels whose source rows and
     // target lines stay in L2 (~512 KB): 2-byte elements written and 1-byte copies all four in
-    // each step of 8 pixels (cpu_simd.ipp's gather_four_chunks), 4-byte ones one chunk after the
+    // each step of 8 pixels (cpu_simd.ipp's gather_packed_chunks), 4-byte ones one chunk after the
     // other, the next chunks of the same pixels finding them in L2.
     // Where the CPU's walk is short blocks (nhwc_walk), every case goes 32 pixels at a time.
     if (se == 4 && de == 4 && c >= 16) {

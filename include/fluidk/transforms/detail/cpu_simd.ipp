@@ -1111,29 +1111,29 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
   return _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(ab, cd), _mm_unpacklo_epi16(ab, cd)));
 }
 
-// Planar -> channels together, four full chunks a step (make_layout_job's group 4), for writers
-// of 2-byte elements and 1-byte copies: each step moves 32 channels of 8 pixels, a whole line of
-// each pixel's 2-byte elements (half a line of 1-byte ones), and never comes back to them. The
-// channels go as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4
-// bytes, interleaved from their rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in
-// place for 8 pixels. Before, each chunk went alone: its elements widened to 4 bytes, transposed
-// and narrowed back, a pass over the block's pixels per chunk, each pass writing a quarter of
-// every pixel's line; where a pixel stride that is a multiple of 4 KiB (2048 or 1024 channels
-// of float16) put all of a pass's lines in one L1 set, each had left L1 before the next pass
-// came. On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC
-// [1, 2048, 7, 7] 6.8 -> 30.1, [1, 1024, 14, 14] 15.4 -> 51.3, [4, 64, 56, 56] 34.1 -> 59.8,
-// [1, 2040, 14, 14] 27.8 -> 36; float -> float16 on the way, [1, 2048, 7, 7] 9.6 -> 38.8 and
-// [4, 64, 56, 56] 39.7 -> 46.7; bytes, [4, 64, 56, 56] 16.1 -> 48. The prefetching policy's and
-// streaming stores' forms stay one chunk at a time (NCHW -> NHWC of these never streams:
-// streams_whole_lines). A function of its own, which the AVX-512 engine calls too (the same
-// instructions, one instance fewer each).
-template <class R, class W>
-FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_four_chunks(const std::byte* s,
-                                                                            std::int64_t s_row, std::byte* d,
-                                                                            std::int64_t d_px,
-                                                                            std::int64_t count) noexcept {
+// Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
+// nChw16c and NHWC of 16-31 channels), for writers of 2-byte elements, and 1-byte copies four
+// chunks at a time: each step moves 8G channels of 8 pixels (a whole line of 32 2-byte elements)
+// and never comes back to them. The channels go as pairs (2-byte elements: channel_pair) or
+// quads (1-byte: channel_quad) of 4 bytes, interleaved from their rows by unpacks, which one 8x8
+// transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk went alone: its
+// elements widened to 4 bytes, transposed and narrowed back, a pass over the block's pixels per
+// chunk, each pass writing a quarter of every pixel's line; where a pixel stride that is a
+// multiple of 4 KiB (2048 or 1024 channels of float16) put all of a pass's lines in one L1 set,
+// each had left L1 before the next pass came. On Zen 4, one thread, GB/s read + written, before
+// -> after: float16 NCHW -> NHWC [1, 2048, 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0,
+// [4, 64, 56, 56] 32.2 -> 57.0, [1, 2040, 14, 14] 26.5 -> 39.2; float -> float16 on the way,
+// [1, 2048, 7, 7] 11.3 -> 30.5 and [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 ->
+// 49.0. The prefetching policy's and streaming stores' forms stay one chunk at a time (these
+// never stream: streams_whole_lines). Functions of their own, which the AVX-512 engine calls
+// too (the same instructions, one instance fewer each).
+template <class R, class W, int G>
+FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(const std::byte* s,
+                                                                              std::int64_t s_row,
+                                                                              std::byte* d, std::int64_t d_px,
+                                                                              std::int64_t count) noexcept {
   constexpr bool bytes = std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>;
-  static_assert(W::size == 2 || bytes);
+  static_assert((W::size == 2 && (G == 2 || G == 4)) || (bytes && G == 4));
   for (std::int64_t p = 0; p < count; p += 8) {
     const std::byte* sp = s + p * R::size;
     if constexpr (bytes) {
@@ -1151,16 +1151,18 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_four_chunks(cons
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) lo[k] = channel_pair<R, W>(sp + 2 * k * s_row, sp + (2 * k + 1) * s_row);
       transpose8(lo);
+      if constexpr (G == 4) {
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k)
-        hi[k] = channel_pair<R, W>(sp + (2 * k + 16) * s_row, sp + (2 * k + 17) * s_row);
-      transpose8(hi);
+        for (int k = 0; k < 8; ++k)
+          hi[k] = channel_pair<R, W>(sp + (2 * k + 16) * s_row, sp + (2 * k + 17) * s_row);
+        transpose8(hi);
+      }
       // The two halves of each pixel's line back to back.
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         std::byte* dp = d + (p + i) * d_px;
         _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
-        _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+        if constexpr (G == 4) _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
       }
     }
   }
@@ -1205,7 +1207,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   // function (under a sanitizer's instrumentation, more than the rest of the kernels together),
   // and NCHW -> NHWC of float is the one programs make. Four chunks of 2-byte elements written
   // or of 1-byte copies go together too, through caches without the prefetching policy
-  // (gather_four_chunks, in the AVX2 engine only); the other cases go one chunk at a time.
+  // (gather_packed_chunks, in the AVX2 engine only), as do two chunks of 2-byte elements; the
+  // other cases go one chunk at a time.
   if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
     if (j.group == 1 && d_ps == 32 && !j.prefetch) {
@@ -1226,13 +1229,21 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   }
   (void)ahead;
   if constexpr (W::size == 2 || (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>)) {
-    if (j.group == 4 && !j.prefetch && !nt) {
+    if ((j.group == 4 || (j.group == 2 && W::size == 2)) && !j.prefetch && !nt) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-      avx2::gather_four_chunks<typename in_avx2<R>::type, typename in_avx2<W>::type>(sq, s_cs, dq, d_ps,
-                                                                                     count);
+      using R2 = typename in_avx2<R>::type;  // the AVX2 engine's
+      using W2 = typename in_avx2<W>::type;
 #else
-      gather_four_chunks<R, W>(sq, s_cs, dq, d_ps, count);
+      using R2 = R;
+      using W2 = W;
 #endif
+      if constexpr (W::size == 2) {
+        if (j.group == 2) {
+          avx2::gather_packed_chunks<R2, W2, 2>(sq, s_cs, dq, d_ps, count);
+          return;
+        }
+      }
+      avx2::gather_packed_chunks<R2, W2, 4>(sq, s_cs, dq, d_ps, count);
       return;
     }
   }
