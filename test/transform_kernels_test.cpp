@@ -884,8 +884,9 @@ TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give
           "[transforms][stores]") {
   // Pixel counts below, at and around the 32-pixel blocks (a last block of 1, 7 or 8 pixels),
   // channel counts that fill target lines and that do not, and threads that split the blocks.
-  // Pixels of whole lines of 1- or 2-byte elements (C a multiple of 64 or 32) go four chunks a
-  // step (gather_packed_chunks): 64, 96 and 128 channels, odd pixel counts.
+  // 1- and 2-byte elements go four chunks a step from 32 channels on, 2-byte ones two chunks a
+  // step from 16 (gather_packed_chunks), the chunks left one at a time: 96 and 128 channels too,
+  // odd pixel counts.
   const std::vector<dims> cases{{1, 64, 5, 13}, {2, 16, 8, 4}, {1, 24, 7, 9}, {2, 40, 5, 8}, {1, 48, 1, 33},
                                 {1, 8, 3, 13},  {3, 72, 9, 9}, {2, 96, 3, 7}, {1, 128, 3, 5}};
   for (kernels::isa level : supported_isas()) {
@@ -940,15 +941,16 @@ TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give
 
 TEST_CASE(
     "streamed from NHWC, cores taking long runs read blocks of 1024 pixels and stream planar rows; "
-    "every walk and policy gives the naive transform's bytes",
+    "every walk, policy and level gives the naive transform's bytes",
     "[transforms][stores]") {
   namespace d = kernels::detail;
   const dims large{1, 24, 32, 40};  // 1280 pixels: a block of 1024 and the rest
-  const auto plan = [&](const std::byte* dst, data_layout to, const dims& shape, int threads) {
-    return d::plan_layout(data_layout::nhwc, 4, dst, to, 4, shape, threads);
+  const auto plan = [&](const std::byte* dst, data_layout to, const dims& shape, int threads,
+                        std::size_t elem = 4) {
+    return d::plan_layout(data_layout::nhwc, elem, dst, to, elem, shape, threads);
   };
   {
-    placed at(std::size_t(storage_of(data_layout_of<layout::nChw8c>, large)) * 4, 0);
+    placed at(std::size_t(storage_of(data_layout_of<layout::nChw8c>, dims{4, 24, 64, 64})) * 4, 0);
     kernels::store_policy_scope streaming(kernels::store_policy::streaming);
     {
       kernels::nhwc_walk_scope walk(kernels::nhwc_walk::long_runs);
@@ -956,8 +958,22 @@ TEST_CASE(
       CHECK(planar.job.stream);
       CHECK(planar.job.p_block == 1024);
       CHECK(plan(at.data(), data_layout_of<layout::nChw8c>, large, 1).job.p_block == 1024);
-      // Through the caches, blocks of 64 pixels; rows that are not whole lines never stream.
+      CHECK(plan(at.data(), data_layout::nchw, large, 1, 2).job.p_block == 1024);
+      // Elements the vector engines never stream keep blocks of 64 (and rows that are not whole
+      // lines never stream).
+      CHECK(plan(at.data(), data_layout::nchw, large, 1, 1).job.p_block == 64);
+      CHECK(plan(at.data(), data_layout::nchw, large, 1, 8).job.p_block == 64);
       CHECK_FALSE(plan(at.data(), data_layout::nchw, dims{1, 24, 5, 13}, 1).job.stream);
+      // Two threads: enough pieces as they are, or blocks cut finer, to whole vector steps.
+      const auto shared = plan(at.data(), data_layout::nchw, dims{4, 24, 64, 64}, 2);
+      CHECK(shared.threads == 2);
+      CHECK(shared.job.stream);
+      CHECK(shared.job.p_block == 1024);
+      const auto one_image = plan(at.data(), data_layout::nchw, dims{1, 64, 64, 64}, 2);
+      CHECK(one_image.threads == 2);
+      CHECK(one_image.job.p_block % 8 == 0);
+      CHECK(one_image.job.p_block < 1024);
+      // Through the caches, blocks of 64 pixels.
       kernels::store_policy_scope cached(kernels::store_policy::cached);
       CHECK(plan(at.data(), data_layout::nchw, large, 1).job.p_block == 64);
     }
@@ -970,24 +986,52 @@ TEST_CASE(
     CHECK(blocked.job.p_block == 64);
   }
   // A partial last chunk (20 channels), an image of exactly 1024 pixels, rows that are and are
-  // not whole lines, on one and two threads, into every layout.
+  // not whole lines, on every level, into every layout, at a target on a line and 32 bytes off
+  // one (streaming needs 32-byte alignment, and starts at the next line).
   const std::vector<dims> cases{large, {2, 20, 16, 64}, {2, 16, 8, 4}, {1, 24, 5, 13}};
-  for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
-    kernels::nhwc_walk_scope walking(walk);
-    for (kernels::store_policy policy : policies) {
-      kernels::store_policy_scope stores(policy);
-      for (const dims& s : cases)
-        for (data_layout to : layouts4d)
-          for (std::size_t elem : {1, 2, 4, 8})
-            for (int threads : {1, 2}) {
-              INFO(describe(data_layout::nhwc, to, s, elem)
-                   << " walk " << kernels::name_of(walk) << " stores " << kernels::name_of(policy)
-                   << " threads " << threads);
-              const bytes src = random_bytes(std::size_t(storage_of(data_layout::nhwc, s)) * elem, 41);
-              CHECK(difference(run_reorder(src, data_layout::nhwc, to, s, elem, threads),
-                               naive_reorder(src, data_layout::nhwc, to, s, elem)) == "");
+  for (const dims& s : cases)
+    for (data_layout to : layouts4d)
+      for (std::size_t elem : {1, 2, 4, 8}) {
+        const bytes src = random_bytes(std::size_t(storage_of(data_layout::nhwc, s)) * elem, 41);
+        const bytes expected = naive_reorder(src, data_layout::nhwc, to, s, elem);
+        const std::size_t size = std::size_t(storage_of(to, s)) * elem;
+        for (kernels::isa level : supported_isas()) {
+          kernels::isa_scope isa(level);
+          for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
+            kernels::nhwc_walk_scope walking(walk);
+            for (kernels::store_policy policy : policies) {
+              kernels::store_policy_scope stores(policy);
+              for (std::size_t at : {0, 32}) {
+                INFO(describe(data_layout::nhwc, to, s, elem)
+                     << " isa " << kernels::name_of(level) << " walk " << kernels::name_of(walk) << " stores "
+                     << kernels::name_of(policy) << " at +" << at);
+                placed dst(size, at);
+                kernels::reorder(cp(src), data_layout::nhwc, dst.data(), to, s, elem, 1);
+                CHECK(difference(dst.content(size), expected) == "");
+                CHECK(dst.untouched_around(size));
+              }
             }
-    }
+          }
+        }
+      }
+  // Two threads sharing streamed pieces (1.5 MiB moved: more than one thread is given).
+  const dims shared{2, 32, 48, 64};
+  const bytes src = random_bytes(std::size_t(storage_of(data_layout::nhwc, shared)) * 4, 43);
+  kernels::nhwc_walk_scope walk(kernels::nhwc_walk::long_runs);
+  kernels::store_policy_scope streaming(kernels::store_policy::streaming);
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (data_layout to : {data_layout::nchw, data_layout_of<layout::nChw8c>})
+      for (std::size_t at : {0, 32}) {
+        INFO(describe(data_layout::nhwc, to, shared) << " isa " << kernels::name_of(level) << " at +" << at);
+        const std::size_t size = std::size_t(storage_of(to, shared)) * 4;
+        placed dst(size, at);
+        REQUIRE(plan(dst.data(), to, shared, 2).threads == 2);
+        REQUIRE(plan(dst.data(), to, shared, 2).job.stream);
+        kernels::reorder(cp(src), data_layout::nhwc, dst.data(), to, shared, 4, 2);
+        CHECK(difference(dst.content(size), naive_reorder(src, data_layout::nhwc, to, shared, 4)) == "");
+        CHECK(dst.untouched_around(size));
+      }
   }
 }
 

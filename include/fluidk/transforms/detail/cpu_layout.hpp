@@ -215,7 +215,9 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // NCHW streamed in blocks of 64 ran at 0.4-0.7x the cached speed at 49 MiB, and blocks of
     // 1024 were not measured there: its cores keep the blocks of 64 and cached planar rows.
     j.p_block = 64;
-    if (walk == nhwc_walk::long_runs && j.s.kind == side_kind::channels_last) j.streamed_block = 1024;
+    // (Elements of 2 and 4 bytes: the vector engines write neither 1- nor 8-byte ones streamed.)
+    if (walk == nhwc_walk::long_runs && j.s.kind == side_kind::channels_last && (de == 2 || de == 4))
+      j.streamed_block = 1024;
   }
   j.p_blocks = layout_job::pieces_of(hw, j.p_block);
   return j;

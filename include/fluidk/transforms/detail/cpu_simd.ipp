@@ -1113,10 +1113,10 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
 
 // Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
 // nChw16c and NHWC of 16-31 channels), for writers of 2-byte elements, and 1-byte copies four
-// chunks at a time: each step moves 8G channels of 8 pixels (a whole line of 32 2-byte elements)
-// and never comes back to them. The channels go as pairs (2-byte elements: channel_pair) or
-// quads (1-byte: channel_quad) of 4 bytes, interleaved from their rows by unpacks, which one 8x8
-// transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk went alone: its
+// chunks at a time: each step moves 8G channels of 8 pixels (a whole line where G = 4 and the
+// elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go as pairs (2-byte
+// elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved from their rows by unpacks,
+// which one 8x8 transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk went alone: its
 // elements widened to 4 bytes, transposed and narrowed back, a pass over the block's pixels per
 // chunk, each pass writing a quarter of every pixel's line; where a pixel stride that is a
 // multiple of 4 KiB (2048 or 1024 channels of float16) put all of a pass's lines in one L1 set,
@@ -1238,8 +1238,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   // function (under a sanitizer's instrumentation, more than the rest of the kernels together),
   // and NCHW -> NHWC of float is the one programs make. Four chunks of 2-byte elements written
   // or of 1-byte copies go together too, through caches without the prefetching policy
-  // (gather_packed_chunks, in the AVX2 engine only), as do two chunks of 2-byte elements; the
-  // other cases go one chunk at a time.
+  // (gather_packed_chunks, whose AVX2 instances both engines call), as do two chunks of 2-byte
+  // elements; the other cases go one chunk at a time.
   if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
     if (j.group == 1 && d_ps == 32 && !j.prefetch) {
