@@ -1021,7 +1021,8 @@ TEST_CASE(
   kernels::store_policy_scope streaming(kernels::store_policy::streaming);
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope isa(level);
-    for (data_layout to : {data_layout::nchw, data_layout_of<layout::nChw8c>})
+    for (data_layout to :
+         {data_layout::nchw, data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
       for (std::size_t at : {0, 32}) {
         INFO(describe(data_layout::nhwc, to, shared) << " isa " << kernels::name_of(level) << " at +" << at);
         const std::size_t size = std::size_t(storage_of(to, shared)) * 4;
@@ -1071,7 +1072,10 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
            {nchw, b16, 64, 4, 2, false},
            {b8, nhwc, 64, 4, 4, false},
            {b8, b16, 64, 4, 4, false},
-           {nhwc, b16, 64, 4, 4, false},
+           // nChw16c from NHWC, both chunks of each pixel at once, with every block full.
+           {nhwc, b16, 64, 4, 4, true},
+           {nhwc, b16, 64, 2, 2, true},
+           {nhwc, b16, 24, 4, 4, false},
        }) {
     INFO(name_of(k.from) << " -> " << name_of(k.to) << " C " << k.c << " elements of " << k.se << " -> "
                          << k.de << " bytes");

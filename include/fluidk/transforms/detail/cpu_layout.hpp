@@ -233,7 +233,8 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
 //   - a planar target streams a line at a time (its rows must be whole lines), from a blocked
 //     source, and from NHWC on the cores that take long runs, in blocks of 1024 pixels
 //     (make_layout_job's streamed_block; on Zen 4 2.4x the cached speed at 12 MiB);
-//   - an nChw8c target streams: each pass writes its pixels' chunks one after the other;
+//   - an nChw8c target streams: each pass writes its pixels' chunks one after the other; so does
+//     an nChw16c target from NHWC with C a multiple of 16 (both chunks of a pixel at once);
 //   - an NHWC or nChw16c target streams only where every step fills a pixel's line: 4-byte
 //     copies from a planar source moving two chunks of 8 channels at a time (make_layout_job's
 //     group), with C a multiple of 16 (no chunk left to go alone).
@@ -245,6 +246,8 @@ inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::
       return (j.s.kind == side_kind::blocked || j.streamed_block > 0) && (j.hw * std::int64_t(de)) % 64 == 0;
     case side_kind::blocked:
       if (j.d.block == 8) return true;
+      // nChw16c from NHWC with every block full: each pixel's block written at once (run_layout).
+      if (j.s.kind == side_kind::channels_last && j.c % 16 == 0) return true;
       break;
     case side_kind::channels_last:
       break;

@@ -1512,6 +1512,19 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
         }
       }
     }
+    if (j.s.kind == side_kind::channels_last && j.d.kind == side_kind::blocked && j.d.block == 16) {
+      // NHWC -> nChw16c: both chunks of a block, where full, written for each pixel back to back,
+      // so that each target line is written whole and in order (which lets the target stream:
+      // streams_whole_lines). A chunk at a time wrote half of every line in each pass. Float, 64
+      // channels of 56 x 56, one thread on Zen 4: 3 MiB 56 -> 79 GB/s, 12 MiB 12.7 -> 36 (now
+      // streamed), 49 MiB 9.8 -> 19.6; memcpy 95, 40 and 22.
+      for (; q + 2 <= j.c / 8; q += 2) {
+        const std::byte* sq = src + j.s.chunk(n, q) * se;
+        std::byte* dq = dst + j.d.chunk(n, q) * de;
+        for (std::int64_t p = p0; p < p1; ++p)
+          put2<W>(dq + p * d_ps, R::load(sq + p * s_ps), R::load(sq + p * s_ps + 8 * se), nt);
+      }
+    }
     for (; q < j.q_count; ++q) {
       const std::int64_t kv = std::clamp<std::int64_t>(j.c - 8 * q, 0, 8), kt = j.d_pads ? 8 : kv;
       const std::byte* sq = src + j.s.chunk(n, q) * se;
