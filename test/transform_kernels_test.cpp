@@ -1070,12 +1070,18 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
            {nchw, nhwc, 64, 2, 2, false},
            {nchw, nhwc, 64, 4, 2, false},
            {nchw, b16, 64, 4, 2, false},
-           {b8, nhwc, 64, 4, 4, false},
-           {b8, b16, 64, 4, 4, false},
-           // nChw16c from NHWC, both chunks of each pixel at once, with every block full.
+           // nChw16c from NHWC or nChw8c, and NHWC of 4-byte elements from a blocked layout: both
+           // chunks of each pixel at once, with every block (or 16 channels) full.
            {nhwc, b16, 64, 4, 4, true},
            {nhwc, b16, 64, 2, 2, true},
+           {b8, b16, 64, 4, 4, true},
+           {b8, b16, 64, 2, 2, true},
            {nhwc, b16, 24, 4, 4, false},
+           {b8, b16, 24, 4, 4, false},
+           {b8, nhwc, 64, 4, 4, true},
+           {b16, nhwc, 32, 4, 4, true},
+           {b8, nhwc, 64, 2, 2, false},
+           {b8, nhwc, 24, 4, 4, false},
        }) {
     INFO(name_of(k.from) << " -> " << name_of(k.to) << " C " << k.c << " elements of " << k.se << " -> "
                          << k.de << " bytes");
@@ -1083,8 +1089,9 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
       const d::layout_job j = d::make_layout_job(k.from, k.to, 2, k.c, 3136, k.se, k.de, walk);
       CHECK(d::streams_whole_lines(j, target, k.se, k.de) ==
             (k.streams || (k.on_long_runs && walk == kernels::nhwc_walk::long_runs)));
-      // Never to a target off its vector width.
+      // Never to a target off its vector width, nor NHWC from a blocked layout off a line.
       CHECK_FALSE(d::streams_whole_lines(j, target + 16, k.se, k.de));
+      if (k.to == nhwc && k.from != nchw) CHECK_FALSE(d::streams_whole_lines(j, target + 32, k.se, k.de));
     }
   }
 }

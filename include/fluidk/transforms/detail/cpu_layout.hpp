@@ -234,7 +234,8 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
 //     source, and from NHWC on the cores that take long runs, in blocks of 1024 pixels
 //     (make_layout_job's streamed_block; on Zen 4 2.4x the cached speed at 12 MiB);
 //   - an nChw8c target streams: each pass writes its pixels' chunks one after the other; so does
-//     an nChw16c target from NHWC with C a multiple of 16 (both chunks of a pixel at once);
+//     an nChw16c target from NHWC or nChw8c with C a multiple of 16 (both chunks of a pixel at
+//     once), and an NHWC target of 4-byte elements from a blocked layout with such a C;
 //   - an NHWC or nChw16c target streams only where every step fills a pixel's line: 4-byte
 //     copies from a planar source moving two chunks of 8 channels at a time (make_layout_job's
 //     group), with C a multiple of 16 (no chunk left to go alone).
@@ -246,10 +247,16 @@ inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::
       return (j.s.kind == side_kind::blocked || j.streamed_block > 0) && (j.hw * std::int64_t(de)) % 64 == 0;
     case side_kind::blocked:
       if (j.d.block == 8) return true;
-      // nChw16c from NHWC with every block full: each pixel's block written at once (run_layout).
-      if (j.s.kind == side_kind::channels_last && j.c % 16 == 0) return true;
+      // nChw16c from channels together with every block full: each pixel's block written at
+      // once (run_layout).
+      if (j.s.kind != side_kind::planar && j.c % 16 == 0) return true;
       break;
     case side_kind::channels_last:
+      // From a blocked layout, 4-byte elements, every 16 channels of a pixel a whole line (a
+      // target on a line): two chunks of a pixel at once (run_layout).
+      if (j.s.kind == side_kind::blocked && de == 4 && j.c % 16 == 0 &&
+          reinterpret_cast<std::uintptr_t>(dst) % 64 == 0)
+        return true;
       break;
   }
   return j.s.kind == side_kind::planar && se == 4 && de == 4 && j.group == 2 && j.c % 16 == 0;

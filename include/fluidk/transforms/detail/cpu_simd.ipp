@@ -1512,17 +1512,20 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
         }
       }
     }
-    if (j.s.kind == side_kind::channels_last && j.d.kind == side_kind::blocked && j.d.block == 16) {
-      // NHWC -> nChw16c: both chunks of a block, where full, written for each pixel back to back,
-      // so that each target line is written whole and in order (which lets the target stream:
-      // streams_whole_lines). A chunk at a time wrote half of every line in each pass. Float, 64
-      // channels of 56 x 56, one thread on Zen 4: 3 MiB 56 -> 79 GB/s, 12 MiB 12.7 -> 36 (now
-      // streamed), 49 MiB 9.8 -> 19.6; memcpy 95, 40 and 22.
-      for (; q + 2 <= j.c / 8; q += 2) {
-        const std::byte* sq = src + j.s.chunk(n, q) * se;
+    if (!s_planar && !d_planar) {
+      // Channels together on both sides: two full chunks that lie together in the target (NHWC,
+      // or an nChw16c block) written for each pixel back to back, so that a line of 4-byte
+      // elements is written whole (which lets such a target stream: streams_whole_lines). A
+      // chunk at a time wrote half of every line in each pass. Float, 64 channels of 56 x 56,
+      // one thread on Zen 4, GB/s at 3, 12 and 49 MiB (memcpy 95, 43-47, 18-24): NHWC -> nChw16c
+      // 56 -> 79, 12.7 -> 36, 9.8 -> 19.6; nChw16c -> NHWC 59 -> 80, 14 -> 51, 10 -> 38; nChw8c
+      // -> NHWC 69 -> 85, 16 -> 51, 11 -> 39; nChw8c -> nChw16c 69 -> 86, 29 -> 50, 19 -> 37.
+      for (; q + 2 <= j.c / 8 && j.d.chunk(n, q + 1) == j.d.chunk(n, q) + 8; q += 2) {
+        const std::byte* sq0 = src + j.s.chunk(n, q) * se;
+        const std::byte* sq1 = src + j.s.chunk(n, q + 1) * se;
         std::byte* dq = dst + j.d.chunk(n, q) * de;
         for (std::int64_t p = p0; p < p1; ++p)
-          put2<W>(dq + p * d_ps, R::load(sq + p * s_ps), R::load(sq + p * s_ps + 8 * se), nt);
+          put2<W>(dq + p * d_ps, R::load(sq0 + p * s_ps), R::load(sq1 + p * s_ps), nt);
       }
     }
     for (; q < j.q_count; ++q) {
