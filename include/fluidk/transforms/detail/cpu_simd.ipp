@@ -1087,6 +1087,18 @@ FLUIDK_DETAIL_SIMD_INLINE inline void convert_pixels(const std::byte* sq, std::i
     }
 }
 
+// Pixels [from, to) of `chunks` full chunks of image n from chunk q, element by element: the
+// pixels a piece's vector steps leave where no last step covers them.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void convert_full_chunks(const layout_job& j, const std::byte* src,
+                                                          std::byte* dst, std::int64_t n, std::int64_t q,
+                                                          std::int64_t chunks, std::int64_t from,
+                                                          std::int64_t to) noexcept {
+  for (std::int64_t g = q; g < q + chunks; ++g)
+    convert_pixels<R, W>(src + j.s.chunk(n, g) * R::size, j.s.ps * R::size, j.s.cs * R::size,
+                         dst + j.d.chunk(n, g) * W::size, j.d.ps * W::size, j.d.cs * W::size, from, to, 8, 8);
+}
+
 // 8 pixels of a row as 2-byte elements: as they are (a copy), or converted by W.
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_INLINE inline __m128i row_halves(const std::byte* p) noexcept {
@@ -1114,19 +1126,20 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
 // Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
 // nChw16c and NHWC of 16-31 channels), for writers of 2-byte elements, and 1-byte copies four
 // chunks at a time: each step moves 8G channels of 8 pixels (a whole line where G = 4 and the
-// elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go as pairs (2-byte
-// elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved from their rows by unpacks,
-// which one 8x8 transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk went alone: its
-// elements widened to 4 bytes, transposed and narrowed back, a pass over the block's pixels per
-// chunk, each pass writing a quarter of every pixel's line; where a pixel stride that is a
-// multiple of 4 KiB (2048 or 1024 channels of float16) put all of a pass's lines in one L1 set,
-// each had left L1 before the next pass came. On Zen 4, one thread, GB/s read + written, before
-// -> after: float16 NCHW -> NHWC [1, 2048, 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0,
-// [4, 64, 56, 56] 32.2 -> 57.0, [1, 2040, 14, 14] 26.5 -> 39.2; float -> float16 on the way,
-// [1, 2048, 7, 7] 11.3 -> 30.5 and [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 ->
-// 49.0. The prefetching policy's and streaming stores' forms stay one chunk at a time (these
-// never stream: streams_whole_lines). Functions of their own, which the AVX-512 engine calls
-// too (the same instructions, one instance fewer each).
+// elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go as
+// pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved
+// from their rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in place for 8
+// pixels. Before, each chunk went alone: its elements widened to 4 bytes, transposed and
+// narrowed back, a pass over the block's pixels per chunk, each pass writing a quarter of every
+// pixel's line; where a pixel stride that is a multiple of 4 KiB (2048 or 1024 channels of
+// float16) put all of a pass's lines in one L1 set, each had left L1 before the next pass came.
+// On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC
+// [1, 2048, 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0,
+// [1, 2040, 14, 14] 26.5 -> 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and
+// [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 -> 49.0. The prefetching policy's
+// and streaming stores' forms stay one chunk at a time (these never stream:
+// streams_whole_lines). Functions of their own, which the AVX-512 engine calls too (the same
+// instructions, one instance fewer each).
 template <class R, class W, int G>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(const std::byte* s,
                                                                               std::int64_t s_row,
@@ -1489,9 +1502,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
         if (last > 0) {
           gather_group<R, W>(j, sq + last * se, dq + last * d_ps, 8, false, false);
         } else if (left > 0) {
-          for (std::int64_t g = 0; g < j.group; ++g)
-            convert_pixels<R, W>(sq + 8 * g * s_cs, s_ps, s_cs, dq + 8 * g * de, d_ps, d_cs, p0 + vec, p1, 8,
-                                 8);
+          convert_full_chunks<R, W>(j, src, dst, n, q, j.group, p0 + vec, p1);
         }
       }
     }
@@ -1505,9 +1516,7 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
           if (last > 0) {
             scatter_packed_chunks<R, W>(sq + last * s_ps, s_ps, dq + last * d_ps, d_cs, 8);
           } else if (left > 0) {
-            for (std::int64_t g = 0; g < 2; ++g)
-              convert_pixels<R, W>(src + j.s.chunk(n, q + g) * se, s_ps, s_cs, dst + j.d.chunk(n, q + g) * de,
-                                   d_ps, d_cs, p0 + vec, p1, 8, 8);
+            convert_full_chunks<R, W>(j, src, dst, n, q, 2, p0 + vec, p1);
           }
         }
       }
