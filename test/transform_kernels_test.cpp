@@ -940,6 +940,74 @@ TEST_CASE("NCHW -> NHWC walks whole images or blocks of 32 pixels, and both give
 }
 
 TEST_CASE(
+    "NCHW -> NHWC of float with many channels goes two pairs of chunks a step where the walk is long "
+    "runs, and every level, policy and thread count gives the naive transform's bytes",
+    "[transforms][stores]") {
+  namespace d = kernels::detail;
+  const auto job = [](std::int64_t c, std::size_t elem, kernels::nhwc_walk walk) {
+    return d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, c, 196, elem, elem, walk);
+  };
+  // Through the caches from 256 channels (a pixel of 1 KiB), in blocks of 64 pixels; streamed
+  // from the last-level cache from 128, over all pixels; never from memory, nor on cores whose
+  // walk is short blocks, nor for other element sizes.
+  const kernels::nhwc_walk long_runs = kernels::nhwc_walk::long_runs;
+  CHECK(job(256, 4, long_runs).pair_block == 64);
+  CHECK(job(256, 4, long_runs).streamed_pair_block == 196);
+  CHECK(job(128, 4, long_runs).pair_block == 0);
+  CHECK(job(128, 4, long_runs).streamed_pair_block == 196);
+  CHECK(job(64, 4, long_runs).streamed_pair_block == 0);
+  CHECK(job(2048, 4, kernels::nhwc_walk::short_blocks).pair_block == 0);
+  CHECK(job(2048, 4, kernels::nhwc_walk::short_blocks).streamed_pair_block == 0);
+  CHECK(job(2048, 2, long_runs).pair_block == 0);
+  CHECK(job(2048, 2, long_runs).streamed_pair_block == 0);
+  for (bool from_llc : {true, false}) {
+    d::layout_job streamed = job(256, 4, long_runs), cached = streamed;
+    d::set_streaming(streamed, true, from_llc);
+    d::set_streaming(cached, false, from_llc);
+    CHECK(streamed.pair_block == (from_llc ? 196 : 0));
+    CHECK(cached.pair_block == 64);
+  }
+  {
+    // The plan: the whole transform fits in the last-level cache.
+    kernels::nhwc_walk_scope walk(long_runs);
+    kernels::store_policy_scope streaming(kernels::store_policy::streaming);
+    placed at(std::size_t(256 * 196) * 4, 0);
+    const auto plan =
+        d::plan_layout(data_layout::nchw, 4, at.data(), data_layout::nhwc, 4, dims{1, 256, 14, 14}, 1);
+    CHECK(plan.job.stream);
+    CHECK(plan.job.pair_block == (std::size_t(256 * 196 * 8) <= kernels::detected_caches().llc ? 196 : 0));
+  }
+  // An image's pixels left after the steps (1 at 7 x 7, 4 at 14 x 14, 7 at 3 x 5), several
+  // blocks of 64 and a part of one, an odd number of pairs (272 and 144 channels), a full
+  // chunk left after the pairs (264) and a partial one (260), at a target on a line and 32
+  // bytes off one, on one thread and two.
+  const std::vector<dims> cases{{1, 256, 7, 7}, {2, 272, 14, 14}, {1, 264, 5, 13},  {1, 260, 9, 9},
+                                {1, 128, 3, 5}, {1, 144, 16, 16}, {1, 256, 1, 130}, {1, 512, 16, 20}};
+  kernels::nhwc_walk_scope walk(long_runs);
+  for (const dims& s : cases) {
+    const bytes src = random_bytes(std::size_t(storage_of(data_layout::nchw, s)) * 4, 45);
+    const bytes expected = naive_reorder(src, data_layout::nchw, data_layout::nhwc, s, 4);
+    const std::size_t size = expected.size();
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope isa(level);
+      for (kernels::store_policy policy : policies) {
+        kernels::store_policy_scope stores(policy);
+        for (int threads : {1, 2})
+          for (std::size_t at : {0, 32}) {
+            INFO(describe(data_layout::nchw, data_layout::nhwc, s, 4)
+                 << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
+                 << " threads " << threads << " at +" << at);
+            placed dst(size, at);
+            kernels::reorder(cp(src), data_layout::nchw, dst.data(), data_layout::nhwc, s, 4, threads);
+            CHECK(difference(dst.content(size), expected) == "");
+            CHECK(dst.untouched_around(size));
+          }
+      }
+    }
+  }
+}
+
+TEST_CASE(
     "streamed from NHWC, cores taking long runs read blocks of 1024 pixels and stream planar rows; "
     "every walk, policy and level gives the naive transform's bytes",
     "[transforms][stores]") {

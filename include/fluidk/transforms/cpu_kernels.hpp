@@ -206,7 +206,8 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
   if (plan.job.items() == 0) return plan;
   const store_policy policy = active_store_policy(std::size_t(written));
   plan.job.prefetch = policy == store_policy::prefetched;
-  set_streaming(plan.job, policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de));
+  set_streaming(plan.job, policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de),
+                std::size_t(bytes) <= detected_caches().llc);
   plan.threads = threads_for(bytes, threads);
   plan.job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / plan.threads));
   split_for_threads(plan.job, plan.threads);

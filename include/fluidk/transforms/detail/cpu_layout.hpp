@@ -134,8 +134,13 @@ struct layout_job {
   std::int64_t p_block = 0;   // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
   std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1, 2 or 4)
-  bool prefetch = false;      // prefetch in software ahead of the hardware (store_policy::prefetched)
-  bool stream = false;        // write with non-temporal stores (every vector store aligned)
+  // Planar -> NHWC of 4-byte elements on the cores that take long runs, with many channels
+  // (make_layout_job): two groups a step, over blocks of this many pixels; 0: a group at a time
+  // over all pixels. streamed_pair_block: the same where the job streams from the last-level
+  // cache (set_streaming).
+  std::int64_t pair_block = 0, streamed_pair_block = 0;
+  bool prefetch = false;  // prefetch in software ahead of the hardware (store_policy::prefetched)
+  bool stream = false;    // write with non-temporal stores (every vector store aligned)
   // From NHWC on cores that take long runs (make_layout_job): pixels per piece when streaming,
   // and a planar target may stream; 0 elsewhere.
   std::int64_t streamed_block = 0;
@@ -188,6 +193,26 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     if (se == 4 && de == 4 && c >= 16) {
       j.group = 2;
       j.p_block = all;
+      // On the cores that take long runs, with many channels, two groups a step (32 channels:
+      // each pixel's two lines written back to back, gather16_pairs_as in cpu_simd.ipp). With a
+      // pixel 1 KiB or more long (256 channels), a group's pass over all pixels writes one line
+      // every 1 KiB or more: lines of few L1 sets (of one where a pixel is a multiple of 4
+      // KiB), one after the other. On Zen 4 such stores alone (a line of each of 48 pixels 8
+      // KiB apart, then the next line of each) ran at 32 GB/s, against 113 with the pixels
+      // 8256 bytes apart. Through the caches such jobs go two groups a step over blocks of 64
+      // pixels. Streamed from the L3 (what is read and written fits in it), two groups a step
+      // over all pixels from 128 channels on; from memory the one-group pass (16 source rows in
+      // flight rather than 32) was as fast or faster. Zen 4, float, one thread, GB/s read +
+      // written, medians of three runs in turn (memcpy): cached [1, 1024, 14, 14] 38.6 -> 45.9
+      // (95), [1, 256, 56, 56] 54.9 -> 66.4 (95), [1, 2048, 7, 7] 38.8 -> 42.5 (103); streamed
+      // from the L3 [8, 1024, 14, 14] 18.9 -> 43.6 (74), [4, 512, 28, 28] 29.2 -> 53.0 (74),
+      // [8, 128, 56, 56] 29.1 -> 50.3 (51), [32, 2048, 7, 7] 27.3 -> 33.2 (51); from memory the
+      // two-group pass had measured [64, 2048, 7, 7] 15.7 against 18.8, [16, 256, 56, 56] 24.9
+      // against 26.6.
+      if (walk == nhwc_walk::long_runs) {
+        if (c * std::int64_t(de) >= 1024) j.pair_block = 64;
+        if (c * std::int64_t(de) >= 512) j.streamed_pair_block = all;
+      }
     } else {
       j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;
       const std::int64_t block =
@@ -263,9 +288,11 @@ inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::
 }
 
 // Writes the job with non-temporal stores or not (`stream`: store_policy::streaming and
-// streams_whole_lines), in the pieces that suit that.
-inline void set_streaming(layout_job& j, bool stream) noexcept {
+// streams_whole_lines), in the pieces that suit that; `from_llc`: what the job reads and writes
+// fits in the last-level cache.
+inline void set_streaming(layout_job& j, bool stream, bool from_llc) noexcept {
   j.stream = stream;
+  if (stream) j.pair_block = from_llc ? j.streamed_pair_block : 0;
   if (stream && j.streamed_block > 0) {
     j.p_block = std::min(std::max<std::int64_t>(j.hw, 1), j.streamed_block);
     j.p_blocks = layout_job::pieces_of(j.hw, j.p_block);

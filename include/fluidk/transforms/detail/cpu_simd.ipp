@@ -1025,6 +1025,21 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter8_lines(const std::byte* s, std::by
   for (; p < count; p += 8) scatter_step<R, W>(pixels, s, 32, rows, p, kv, false);
 }
 
+// 8 pixels of the 16 rows at rows[k] + offset: lo[i] = pixel i's 16 channels, hi[i] pixel i + 4's.
+FLUIDK_DETAIL_SIMD_INLINE inline void load16_rows_transposed(const std::byte* const* rows,
+                                                             std::int64_t offset, __m512* lo,
+                                                             __m512* hi) noexcept {
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const __m512 a = load_pair8(rows[r] + offset, rows[r + 4] + offset);
+    const __m512 b = load_pair8(rows[r + 8] + offset, rows[r + 12] + offset);
+    lo[r] = _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    hi[r] = _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  transpose4_lanes(lo);
+  transpose4_lanes(hi);
+}
+
 // Planar -> 16 channels together, 8 pixels a step: sixteen rows in, a line per pixel out (at
 // d_px bytes from one pixel to the next). Rows r and r + 4 share a register, and rows r + 8 and
 // r + 12 another (inserting loads); one 128-bit lane shuffle of the two puts rows r, r + 4,
@@ -1042,20 +1057,47 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather16_lines_as(const std::byte* s, std:
   for (int k = 0; k < 16; ++k) rows[k] = s + k * s_row;
   for (std::int64_t p = 0; p < count; p += 8) {
     __m512 lo[4], hi[4];  // pixels 0-3 and 4-7 of the step
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      const __m512 a = load_pair8(rows[r] + p * 4, rows[r + 4] + p * 4);
-      const __m512 b = load_pair8(rows[r + 8] + p * 4, rows[r + 12] + p * 4);
-      lo[r] = _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, _MM_SHUFFLE(2, 0, 2, 0));
-      hi[r] = _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, _MM_SHUFFLE(3, 1, 3, 1));
-    }
-    transpose4_lanes(lo);
-    transpose4_lanes(hi);
+    load16_rows_transposed(rows, p * 4, lo, hi);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       put16<wr_f32>(d + (p + i) * d_px, lo[i], NT);
       put16<wr_f32>(d + (p + i + 4) * d_px, hi[i], NT);
     }
+  }
+}
+
+// The same two pairs of chunks a step (32 channels), each pixel's two lines written back to back,
+// over blocks of `block` pixels (layout_job::pair_block): every pair of pairs goes over a
+// block's pixels before the next pair of pairs; an odd pair last goes alone.
+template <bool NT>
+FLUIDK_DETAIL_SIMD_INLINE inline void gather16_pairs_as(const std::byte* s, std::int64_t s_row, std::byte* d,
+                                                        std::int64_t d_px, std::int64_t count,
+                                                        std::int64_t pairs, std::int64_t block) noexcept {
+  const std::byte* rows[16];
+  for (int k = 0; k < 16; ++k) rows[k] = s + k * s_row;
+  const std::int64_t pair_row = 16 * s_row;
+  for (std::int64_t b = 0; b < count; b += block) {
+    const std::int64_t e = std::min(count, b + block);
+    std::int64_t g = 0;
+    for (; g + 2 <= pairs; g += 2) {
+      for (std::int64_t p = b; p < e; p += 8) {
+        std::byte* dp = d + p * d_px + g * 64;
+        __m512 lo[4], hi[4], lo2[4], hi2[4];
+        load16_rows_transposed(rows, p * 4 + g * pair_row, lo, hi);
+        load16_rows_transposed(rows, p * 4 + (g + 1) * pair_row, lo2, hi2);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          put16<wr_f32>(dp + i * d_px, lo[i], NT);
+          put16<wr_f32>(dp + i * d_px + 64, lo2[i], NT);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          put16<wr_f32>(dp + (i + 4) * d_px, hi[i], NT);
+          put16<wr_f32>(dp + (i + 4) * d_px + 64, hi2[i], NT);
+        }
+      }
+    }
+    if (g < pairs) gather16_lines_as<NT>(s + g * pair_row + b * 4, s_row, d + b * d_px + g * 64, d_px, e - b);
   }
 }
 FLUIDK_DETAIL_SIMD_INLINE inline void gather16_lines(const std::byte* s, std::int64_t s_row, std::byte* d,
@@ -1295,6 +1337,28 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
     gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * W::size, d_ps, count, j.prefetch, nt);
 }
 
+// Planar -> NHWC of 4-byte copies, two pairs of chunks a step over blocks of j.pair_block
+// pixels (make_layout_job): `pairs` pairs of full chunks from sq (their first row) to dq (their
+// first pixel), `count` pixels (a multiple of 8). Where gather16_pairs_as does not serve (AVX2,
+// the prefetching policy), each pair goes over a block's pixels in turn.
+FLUIDK_DETAIL_SIMD_INLINE inline void gather_pairs(const layout_job& j, const std::byte* sq, std::byte* dq,
+                                                   std::int64_t pairs, std::int64_t count, bool nt) noexcept {
+  const std::int64_t s_cs = j.s.cs * 4, d_ps = j.d.ps * 4, block = j.pair_block;
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  if (!j.prefetch && (!nt || (on_line(dq) && d_ps % 64 == 0))) {
+    if (nt)
+      gather16_pairs_as<true>(sq, s_cs, dq, d_ps, count, pairs, block);
+    else
+      gather16_pairs_as<false>(sq, s_cs, dq, d_ps, count, pairs, block);
+    return;
+  }
+#endif
+  for (std::int64_t b = 0; b < count; b += block)
+    for (std::int64_t g = 0; g < pairs; ++g)
+      gather_chunks<rd_b32, wr_b32, 2>(sq + (16 * g * s_cs + b * 4), s_cs, dq + (b * d_ps + g * 64), d_ps,
+                                       std::min(block, count - b), j.prefetch, nt);
+}
+
 // One chunk (kv channels real, kt written) between a planar side and a channels-together one,
 // `count` pixels (a multiple of 8) from sq and dq (at the first pixel); false where no vector
 // kernel fits (a partial chunk of an NHWC side, whose lanes past kv are another pixel's).
@@ -1495,6 +1559,20 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
     if (s_planar && !d_planar) {
       // Full chunks in groups whose pixels' channels are adjacent in the target.
       const std::int64_t full = std::min(j.c / 8, j.q_count);
+      if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
+        if (j.pair_block > 0) {
+          const std::int64_t pairs = full / 2;
+          const std::byte* sq = src + j.s.chunk(n, 0) * se;
+          std::byte* dq = dst + j.d.chunk(n, 0) * de;
+          gather_pairs(j, sq + p0 * se, dq + p0 * d_ps, pairs, vec, nt);
+          if (last > 0) {
+            gather_pairs(j, sq + last * se, dq + last * d_ps, pairs, 8, false);
+          } else if (left > 0) {
+            convert_full_chunks<R, W>(j, src, dst, n, 0, 2 * pairs, p0 + vec, p1);
+          }
+          q = 2 * pairs;
+        }
+      }
       for (; q + j.group <= full; q += j.group) {
         const std::byte* sq = src + j.s.chunk(n, q) * se;
         std::byte* dq = dst + j.d.chunk(n, q) * de;
