@@ -1008,6 +1008,52 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "NCHW -> NHWC of 2-byte elements streams where each step writes a line of each pixel, and every "
+    "level, policy and thread count gives the naive transform's bytes",
+    "[transforms][stores]") {
+  // 32 and 64 channels a pixel, 96 (a group of four chunks, then the rest: none), 480 (a pixel
+  // of 960 bytes), 512 (1 KiB: not streamed), 48 (a group and two chunks left: not streamed),
+  // the pixels left after the steps (5 x 13, 7 x 7), at a target on a line and 32 bytes off
+  // one; copies, and float into float16 and bfloat16 on the way.
+  const std::vector<dims> cases{{1, 32, 5, 13}, {2, 64, 7, 7}, {1, 96, 4, 6},   {1, 480, 3, 5},
+                                {1, 512, 2, 9}, {1, 48, 8, 8}, {2, 128, 32, 32}};
+  for (const dims& s : cases) {
+    const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
+    const bytes halves = random_bytes(n * 2, 47);
+    const bytes floats = to_bytes(samples<float>(n, 49));
+    const bytes copied = naive_reorder(halves, data_layout::nchw, data_layout::nhwc, s, 2);
+    const bytes to_f16 = run_cast(naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4),
+                                  data_type::float32, data_type::float16, n);
+    const bytes to_bf16 = run_cast(naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4),
+                                   data_type::float32, data_type::bfloat16, n);
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope isa(level);
+      for (kernels::store_policy policy : policies) {
+        kernels::store_policy_scope stores(policy);
+        for (int threads : {1, 2})
+          for (std::size_t at : {0, 32}) {
+            INFO(describe(data_layout::nchw, data_layout::nhwc, s, 2)
+                 << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
+                 << " threads " << threads << " at +" << at);
+            placed dst(n * 2, at);
+            kernels::reorder(cp(halves), data_layout::nchw, dst.data(), data_layout::nhwc, s, 2, threads);
+            CHECK(difference(dst.content(n * 2), copied) == "");
+            CHECK(dst.untouched_around(n * 2));
+            for (data_type to : {data_type::float16, data_type::bfloat16}) {
+              INFO("float -> " << name_of(to));
+              placed cast(n * 2, at);
+              kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, cast.data(),
+                                    data_layout::nhwc, to, s, threads);
+              CHECK(difference(cast.content(n * 2), to == data_type::float16 ? to_f16 : to_bf16) == "");
+              CHECK(cast.untouched_around(n * 2));
+            }
+          }
+      }
+    }
+  }
+}
+
+TEST_CASE(
     "streamed from NHWC, cores taking long runs read blocks of 1024 pixels and stream planar rows; "
     "every walk, policy and level gives the naive transform's bytes",
     "[transforms][stores]") {
@@ -1130,13 +1176,19 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
            {nchw, b8, 17, 2, 2, true},
            {nhwc, b8, 64, 4, 2, true},
            {b16, b8, 64, 4, 4, true},
-           // NHWC and nChw16c: only 4-byte copies from planar moving a line per pixel.
+           // NHWC and nChw16c from planar: 4-byte copies moving a line per pixel, and 2-byte
+           // elements written into NHWC four chunks a step (a line per pixel) with a pixel under
+           // 1 KiB.
            {nchw, nhwc, 64, 4, 4, true},
            {nchw, b16, 32, 4, 4, true},
            {nchw, nhwc, 24, 4, 4, false},
            {nchw, b16, 24, 4, 4, false},
-           {nchw, nhwc, 64, 2, 2, false},
-           {nchw, nhwc, 64, 4, 2, false},
+           {nchw, nhwc, 64, 2, 2, true},
+           {nchw, nhwc, 64, 4, 2, true},
+           {nchw, nhwc, 480, 4, 2, true},
+           {nchw, nhwc, 48, 2, 2, false},
+           {nchw, nhwc, 512, 2, 2, false},
+           {nchw, nhwc, 64, 1, 1, false},
            {nchw, b16, 64, 4, 2, false},
            // nChw16c from NHWC or nChw8c, and NHWC of 4-byte elements from a blocked layout: both
            // chunks of each pixel at once, with every block (or 16 channels) full.
@@ -1157,9 +1209,11 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
       const d::layout_job j = d::make_layout_job(k.from, k.to, 2, k.c, 3136, k.se, k.de, walk);
       CHECK(d::streams_whole_lines(j, target, k.se, k.de) ==
             (k.streams || (k.on_long_runs && walk == kernels::nhwc_walk::long_runs)));
-      // Never to a target off its vector width, nor NHWC from a blocked layout off a line.
+      // Never to a target off its vector width, nor NHWC from a blocked layout or of 2-byte
+      // elements off a line.
       CHECK_FALSE(d::streams_whole_lines(j, target + 16, k.se, k.de));
-      if (k.to == nhwc && k.from != nchw) CHECK_FALSE(d::streams_whole_lines(j, target + 32, k.se, k.de));
+      if (k.to == nhwc && (k.from != nchw || k.de == 2))
+        CHECK_FALSE(d::streams_whole_lines(j, target + 32, k.se, k.de));
     }
   }
 }

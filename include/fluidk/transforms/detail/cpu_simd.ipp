@@ -1178,17 +1178,20 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
 // On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC
 // [1, 2048, 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0,
 // [1, 2040, 14, 14] 26.5 -> 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and
-// [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 -> 49.0. The prefetching policy's
-// and streaming stores' forms stay one chunk at a time (these never stream:
-// streams_whole_lines). Functions of their own, which the AVX-512 engine calls too (the same
-// instructions, one instance fewer each).
-template <class R, class W, int G>
+// [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 -> 49.0. Four chunks of 2-byte
+// elements write a whole line of each pixel, and so may stream (NT; streams_whole_lines): from
+// the L3 and beyond, where they had gone through the caches, float16 [16, 128, 56, 56] 15.1 ->
+// 40.4 GB/s, [16, 384, 28, 28] 12.3 -> 42.9, float -> float16 [16, 64, 56, 56] 24.3 -> 47.1.
+// The prefetching policy's form stays one chunk at a time. Functions of their own, which the
+// AVX-512 engine calls too (the same instructions, one instance fewer each).
+template <class R, class W, int G, bool NT = false>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(const std::byte* s,
                                                                               std::int64_t s_row,
                                                                               std::byte* d, std::int64_t d_px,
                                                                               std::int64_t count) noexcept {
   constexpr bool bytes = std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>;
   static_assert((W::size == 2 && (G == 2 || G == 4)) || (bytes && G == 4));
+  static_assert(!NT || (W::size == 2 && G == 4));  // streamed: a whole line of each pixel a step
   for (std::int64_t p = 0; p < count; p += 8) {
     const std::byte* sp = s + p * R::size;
     if constexpr (bytes) {
@@ -1216,8 +1219,13 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(co
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         std::byte* dp = d + (p + i) * d_px;
-        _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
-        if constexpr (G == 4) _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+        if constexpr (NT) {
+          _mm256_stream_ps(reinterpret_cast<float*>(dp), lo[i]);
+          _mm256_stream_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+        } else {
+          _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
+          if constexpr (G == 4) _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+        }
       }
     }
   }
@@ -1315,7 +1323,9 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   }
   (void)ahead;
   if constexpr (W::size == 2 || (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>)) {
-    if ((j.group == 4 || (j.group == 2 && W::size == 2)) && !j.prefetch && !nt) {
+    // Streamed only where each step writes a whole line of each pixel (streams_whole_lines).
+    if ((j.group == 4 || (j.group == 2 && W::size == 2)) && !j.prefetch &&
+        (!nt || (W::size == 2 && j.group == 4))) {
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
       using R2 = typename in_avx2<R>::type;  // the AVX2 engine's
       using W2 = typename in_avx2<W>::type;
@@ -1326,6 +1336,12 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
       if constexpr (W::size == 2) {
         if (j.group == 2) {
           avx2::gather_packed_chunks<R2, W2, 2>(sq, s_cs, dq, d_ps, count);
+          return;
+        }
+      }
+      if constexpr (W::size == 2) {
+        if (nt) {
+          avx2::gather_packed_chunks<R2, W2, 4, true>(sq, s_cs, dq, d_ps, count);
           return;
         }
       }
