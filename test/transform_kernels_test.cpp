@@ -1054,6 +1054,44 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "1-byte copies between NCHW and the blocked layouts, 32 pixels a step, give the naive transform's bytes",
+    "[transforms][stores]") {
+  // Images of 32 pixels and more (a last step over the last 32: 7 x 7, 5 x 13), chunks whose
+  // offsets are and are not on 32 bytes (an odd pixel count: the streamed form needs them on
+  // 32), nChw16c blocks whole and not (20 channels: a full block and a partial one; 24: a full
+  // chunk in a partial block), images under 32 pixels (the chunks alone), on every level and
+  // policy, at a target on a line and 32 bytes off one, on one thread and two.
+  const std::vector<dims> cases{{2, 16, 7, 7}, {1, 64, 5, 13}, {1, 20, 8, 8},  {1, 24, 9, 9},
+                                {1, 8, 4, 6},  {1, 32, 6, 32}, {4, 64, 33, 35}};
+  const data_layout blocked[] = {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
+  for (const dims& s : cases)
+    for (data_layout b : blocked) {
+      const bytes planar = random_bytes(std::size_t(storage_of(data_layout::nchw, s)), 51);
+      const bytes in_blocks = naive_reorder(planar, data_layout::nchw, b, s, 1);
+      for (kernels::isa level : supported_isas()) {
+        kernels::isa_scope isa(level);
+        for (kernels::store_policy policy : policies) {
+          kernels::store_policy_scope stores(policy);
+          for (int threads : {1, 2})
+            for (std::size_t at : {0, 32}) {
+              INFO(describe(data_layout::nchw, b, s, 1)
+                   << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
+                   << " threads " << threads << " at +" << at);
+              placed to(in_blocks.size(), at);
+              kernels::reorder(cp(planar), data_layout::nchw, to.data(), b, s, 1, threads);
+              CHECK(difference(to.content(in_blocks.size()), in_blocks) == "");
+              CHECK(to.untouched_around(in_blocks.size()));
+              placed back(planar.size(), at);
+              kernels::reorder(cp(in_blocks), b, back.data(), data_layout::nchw, s, 1, threads);
+              CHECK(difference(back.content(planar.size()), planar) == "");
+              CHECK(back.untouched_around(planar.size()));
+            }
+        }
+      }
+    }
+}
+
+TEST_CASE(
     "streamed from NHWC, cores taking long runs read blocks of 1024 pixels and stream planar rows; "
     "every walk, policy and level gives the naive transform's bytes",
     "[transforms][stores]") {
