@@ -1054,16 +1054,19 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "1-byte copies between NCHW and the blocked layouts, 32 pixels a step, give the naive transform's bytes",
+    "1-byte copies between NCHW and the blocked layouts or NHWC, 32 pixels a step, give the naive "
+    "transform's bytes",
     "[transforms][stores]") {
-  // Images of 32 pixels and more (a last step over the last 32: 7 x 7, 5 x 13), chunks whose
-  // offsets are and are not on 32 bytes (an odd pixel count: the streamed form needs them on
-  // 32), nChw16c blocks whole and not (20 channels: a full block and a partial one; 24: a full
+  // Images of 32 pixels and more (a last step over the last 32: 7 x 7, 5 x 13, 33 x 35),
+  // nChw16c blocks whole and not (20 channels: a full block and a partial one; 24: a full
   // chunk in a partial block), images under 32 pixels (the chunks alone), on every level and
-  // policy, at a target on a line and 32 bytes off one, on one thread and two.
+  // policy, at a target on a line and 32 bytes off one, on one thread and two (33 x 35). From
+  // NHWC, two chunks of a pixel at a time, then one left (24 channels), and 8 channels (the
+  // pixels one after the other, as in nChw8c).
   const std::vector<dims> cases{{2, 16, 7, 7}, {1, 64, 5, 13}, {1, 20, 8, 8},  {1, 24, 9, 9},
                                 {1, 8, 4, 6},  {1, 32, 6, 32}, {4, 64, 33, 35}};
-  const data_layout blocked[] = {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>};
+  const data_layout blocked[] = {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>,
+                                 data_layout::nhwc};
   for (const dims& s : cases)
     for (data_layout b : blocked) {
       const bytes planar = random_bytes(std::size_t(storage_of(data_layout::nchw, s)), 51);

@@ -1238,6 +1238,12 @@ FLUIDK_DETAIL_SIMD_INLINE inline void store32(std::byte* p, __m256i x) noexcept 
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
 }
 
+// The 8 bytes at a, then the 8 at b.
+FLUIDK_DETAIL_SIMD_INLINE inline __m128i chunk_pair(const std::byte* a, const std::byte* b) noexcept {
+  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+}
+
 // An 8x8 transpose of 16-bit elements in each 128-bit lane: element j of x[i] becomes element i
 // of x[j].
 FLUIDK_DETAIL_SIMD_INLINE inline void transpose8_words(__m256i* x) noexcept {
@@ -1333,35 +1339,53 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_bytes(const std:
   }
 }
 
-// Blocked -> planar for 1-byte copies, the reverse of gather_bytes: G full chunks of nChw8c
-// (G = 1) or a whole nChw16c block (G = 2) at s into 8G rows (row stride d_row), `count`
-// pixels (at least 32). On Zen 4, as above: [4, 64, 56, 56] nChw8c -> NCHW 14.8 -> 75.1,
-// nChw16c -> NCHW 14.7 -> 69.3; [1, 256, 28, 28] 15.0 -> 88.5 and 14.9 -> 80.1.
-template <int G>
-FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std::byte* s, std::byte* d,
-                                                                       std::int64_t d_row,
+// Channels together -> planar for 1-byte copies, the reverse of gather_bytes: G full chunks
+// that lie together in each pixel (one chunk of nChw8c or NHWC, a whole nChw16c block or two
+// chunks of NHWC) at s, pixels s_px bytes apart (Packed: s_px = 8G, the pixels one after the
+// other, loaded 32 bytes at a time), into 8G rows (row stride d_row), `count` pixels (at least
+// 32), 32 a step, the last over the last 32, through the caches. On Zen 4, one thread, GB/s
+// read + written, medians of three runs in turn: [4, 64, 56, 56] nChw8c -> NCHW 14.8 -> 75.1,
+// nChw16c -> NCHW 14.7 -> 69.3, NHWC -> NCHW 12.8 -> 45.7; [1, 256, 28, 28] 15.0 -> 88.5,
+// 14.9 -> 80.1 and 13.3 -> 50.1.
+template <int G, bool Packed>
+FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std::byte* s, std::int64_t s_px,
+                                                                       std::byte* d, std::int64_t d_row,
                                                                        std::int64_t count) noexcept {
   static_assert(G == 1 || G == 2);
   std::byte* rows[8 * G];
   for (int r = 0; r < 8 * G; ++r) rows[r] = d + r * d_row;
   for (std::int64_t step = 0; step < count; step += 32) {
     const std::int64_t p = std::min(step, count - 32);
-    const std::byte* sp = s + p * 8 * G;
+    const std::byte* sp = s + p * s_px;
     __m256i a[8];
     if constexpr (G == 1) {
+      if constexpr (Packed) {
 #pragma GCC unroll 4
-      for (int j = 0; j < 8; j += 2) {
-        const __m256i x = load32(sp + 16 * j), y = load32(sp + 128 + 16 * j);
-        a[j] = _mm256_permute2x128_si256(x, y, 0x20);
-        a[j + 1] = _mm256_permute2x128_si256(x, y, 0x31);
+        for (int j = 0; j < 8; j += 2) {
+          const __m256i x = load32(sp + 16 * j), y = load32(sp + 128 + 16 * j);
+          a[j] = _mm256_permute2x128_si256(x, y, 0x20);
+          a[j + 1] = _mm256_permute2x128_si256(x, y, 0x31);
+        }
+      } else {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          a[j] = _mm256_set_m128i(chunk_pair(sp + (16 + 2 * j) * s_px, sp + (17 + 2 * j) * s_px),
+                                  chunk_pair(sp + 2 * j * s_px, sp + (2 * j + 1) * s_px));
       }
       store_pixels_as_bytes(a, rows, p);
     } else {
       __m256i b[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const __m256i x = load32(sp + 32 * j), y = load32(sp + 256 + 32 * j);
-        const __m256i lo = _mm256_permute2x128_si256(x, y, 0x20), hi = _mm256_permute2x128_si256(x, y, 0x31);
+        __m256i lo, hi;  // pixels 2j and 2j + 16, and 2j + 1 and 2j + 17
+        if constexpr (Packed) {
+          const __m256i x = load32(sp + 32 * j), y = load32(sp + 256 + 32 * j);
+          lo = _mm256_permute2x128_si256(x, y, 0x20);
+          hi = _mm256_permute2x128_si256(x, y, 0x31);
+        } else {
+          lo = _mm256_set_m128i(load16(sp + (16 + 2 * j) * s_px), load16(sp + 2 * j * s_px));
+          hi = _mm256_set_m128i(load16(sp + (17 + 2 * j) * s_px), load16(sp + (2 * j + 1) * s_px));
+        }
         a[j] = _mm256_unpacklo_epi64(lo, hi);
         b[j] = _mm256_unpackhi_epi64(lo, hi);
       }
@@ -1756,17 +1780,26 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       }
     }
     if constexpr (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>) {
-      // 1-byte copies out of nChw8c, or nChw16c's whole blocks, 32 pixels a step through the
-      // caches (scatter_bytes), all of the piece's pixels: its last step goes over the last 32.
-      if (d_planar && j.s.kind == side_kind::blocked && !j.prefetch && p1 - p0 >= 32) {
-        for (; q < j.c / 8; q += j.s.block / 8) {
+      // 1-byte copies out of nChw8c, nChw16c or NHWC, a chunk or two that lie together at a
+      // time, 32 pixels a step through the caches (scatter_bytes), all of the piece's pixels:
+      // its last step goes over the last 32.
+      if (d_planar && !s_planar && !j.prefetch && p1 - p0 >= 32) {
+        while (q < j.c / 8) {
           const std::byte* sq = src + j.s.chunk(n, q) * se + p0 * s_ps;
           std::byte* dq = dst + j.d.chunk(n, q) * de + p0;
-          if (j.s.block == 8) {
-            avx2::scatter_bytes<1>(sq, dq, d_cs, p1 - p0);
+          if (q + 2 <= j.c / 8 && j.s.chunk(n, q + 1) == j.s.chunk(n, q) + 8) {
+            // Two full chunks together in each pixel: an nChw16c block, or NHWC.
+            if (s_ps == 16)
+              avx2::scatter_bytes<2, true>(sq, s_ps, dq, d_cs, p1 - p0);
+            else
+              avx2::scatter_bytes<2, false>(sq, s_ps, dq, d_cs, p1 - p0);
+            q += 2;
           } else {
-            if (q + 2 > j.c / 8) break;  // a full chunk whose block is not: below
-            avx2::scatter_bytes<2>(sq, dq, d_cs, p1 - p0);
+            if (s_ps == 8)
+              avx2::scatter_bytes<1, true>(sq, s_ps, dq, d_cs, p1 - p0);
+            else
+              avx2::scatter_bytes<1, false>(sq, s_ps, dq, d_cs, p1 - p0);
+            q += 1;
           }
         }
       }
