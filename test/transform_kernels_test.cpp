@@ -712,6 +712,29 @@ struct placed {
 
 const std::vector<kernels::store_policy> policies{
     kernels::store_policy::cached, kernels::store_policy::prefetched, kernels::store_policy::streaming};
+
+// Runs write(target, threads) on every instruction-set level and store policy, on one thread and
+// two, into a target on a line and one 32 bytes off it: each time the target must hold
+// `expected`, and no byte around it may change.
+template <class Write>
+void check_on_every_path(const bytes& expected, Write&& write) {
+  const std::size_t size = expected.size();
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope isa(level);
+    for (kernels::store_policy policy : policies) {
+      kernels::store_policy_scope stores(policy);
+      for (int threads : {1, 2})
+        for (std::size_t at : {0, 32}) {
+          INFO("isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy) << " threads "
+                      << threads << " at +" << at);
+          placed dst(size, at);
+          write(dst.data(), threads);
+          CHECK(difference(dst.content(size), expected) == "");
+          CHECK(dst.untouched_around(size));
+        }
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",
@@ -778,22 +801,9 @@ TEST_CASE("NCHW -> nChw8c reads its rows ahead beyond the L2 only, and gives the
     kernels::store_policy_scope streaming(kernels::store_policy::streaming);
     CHECK_FALSE(plan(s, 1).job.read_ahead);
   }
-  for (kernels::isa level : supported_isas()) {
-    kernels::isa_scope isa(level);
-    for (kernels::store_policy policy : policies) {
-      kernels::store_policy_scope stores(policy);
-      for (int threads : {1, 2})
-        for (std::size_t at : {0, 32}) {
-          INFO("isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy) << " threads "
-                      << threads << " at +" << at);
-          placed dst(size, at);
-          kernels::reorder(cp(src), data_layout::nchw, dst.data(), data_layout_of<layout::nChw8c>, s, 4,
-                           threads);
-          CHECK(difference(dst.content(size), expected) == "");
-          CHECK(dst.untouched_around(size));
-        }
-    }
-  }
+  check_on_every_path(expected, [&](std::byte* dst, int threads) {
+    kernels::reorder(cp(src), data_layout::nchw, dst, data_layout_of<layout::nChw8c>, s, 4, threads);
+  });
 }
 
 TEST_CASE(
@@ -985,25 +995,12 @@ TEST_CASE(
                                 {1, 128, 3, 5}, {1, 144, 16, 16}, {1, 256, 1, 130}, {1, 512, 16, 20}};
   kernels::nhwc_walk_scope walk(long_runs);
   for (const dims& s : cases) {
+    INFO(describe(data_layout::nchw, data_layout::nhwc, s, 4));
     const bytes src = random_bytes(std::size_t(storage_of(data_layout::nchw, s)) * 4, 45);
-    const bytes expected = naive_reorder(src, data_layout::nchw, data_layout::nhwc, s, 4);
-    const std::size_t size = expected.size();
-    for (kernels::isa level : supported_isas()) {
-      kernels::isa_scope isa(level);
-      for (kernels::store_policy policy : policies) {
-        kernels::store_policy_scope stores(policy);
-        for (int threads : {1, 2})
-          for (std::size_t at : {0, 32}) {
-            INFO(describe(data_layout::nchw, data_layout::nhwc, s, 4)
-                 << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
-                 << " threads " << threads << " at +" << at);
-            placed dst(size, at);
-            kernels::reorder(cp(src), data_layout::nchw, dst.data(), data_layout::nhwc, s, 4, threads);
-            CHECK(difference(dst.content(size), expected) == "");
-            CHECK(dst.untouched_around(size));
-          }
-      }
-    }
+    check_on_every_path(naive_reorder(src, data_layout::nchw, data_layout::nhwc, s, 4),
+                        [&](std::byte* dst, int threads) {
+                          kernels::reorder(cp(src), data_layout::nchw, dst, data_layout::nhwc, s, 4, threads);
+                        });
   }
 }
 
@@ -1021,34 +1018,18 @@ TEST_CASE(
     const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
     const bytes halves = random_bytes(n * 2, 47);
     const bytes floats = to_bytes(samples<float>(n, 49));
-    const bytes copied = naive_reorder(halves, data_layout::nchw, data_layout::nhwc, s, 2);
-    const bytes to_f16 = run_cast(naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4),
-                                  data_type::float32, data_type::float16, n);
-    const bytes to_bf16 = run_cast(naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4),
-                                   data_type::float32, data_type::bfloat16, n);
-    for (kernels::isa level : supported_isas()) {
-      kernels::isa_scope isa(level);
-      for (kernels::store_policy policy : policies) {
-        kernels::store_policy_scope stores(policy);
-        for (int threads : {1, 2})
-          for (std::size_t at : {0, 32}) {
-            INFO(describe(data_layout::nchw, data_layout::nhwc, s, 2)
-                 << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
-                 << " threads " << threads << " at +" << at);
-            placed dst(n * 2, at);
-            kernels::reorder(cp(halves), data_layout::nchw, dst.data(), data_layout::nhwc, s, 2, threads);
-            CHECK(difference(dst.content(n * 2), copied) == "");
-            CHECK(dst.untouched_around(n * 2));
-            for (data_type to : {data_type::float16, data_type::bfloat16}) {
-              INFO("float -> " << name_of(to));
-              placed cast(n * 2, at);
-              kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, cast.data(),
-                                    data_layout::nhwc, to, s, threads);
-              CHECK(difference(cast.content(n * 2), to == data_type::float16 ? to_f16 : to_bf16) == "");
-              CHECK(cast.untouched_around(n * 2));
-            }
-          }
-      }
+    INFO(describe(data_layout::nchw, data_layout::nhwc, s, 2));
+    check_on_every_path(
+        naive_reorder(halves, data_layout::nchw, data_layout::nhwc, s, 2), [&](std::byte* dst, int threads) {
+          kernels::reorder(cp(halves), data_layout::nchw, dst, data_layout::nhwc, s, 2, threads);
+        });
+    const bytes in_nhwc = naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4);
+    for (data_type to : {data_type::float16, data_type::bfloat16}) {
+      INFO("float -> " << name_of(to));
+      check_on_every_path(run_cast(in_nhwc, data_type::float32, to, n), [&](std::byte* dst, int threads) {
+        kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, dst, data_layout::nhwc, to,
+                              s, threads);
+      });
     }
   }
 }
@@ -1069,28 +1050,15 @@ TEST_CASE(
                                  data_layout::nhwc};
   for (const dims& s : cases)
     for (data_layout b : blocked) {
+      INFO(describe(data_layout::nchw, b, s, 1));
       const bytes planar = random_bytes(std::size_t(storage_of(data_layout::nchw, s)), 51);
       const bytes in_blocks = naive_reorder(planar, data_layout::nchw, b, s, 1);
-      for (kernels::isa level : supported_isas()) {
-        kernels::isa_scope isa(level);
-        for (kernels::store_policy policy : policies) {
-          kernels::store_policy_scope stores(policy);
-          for (int threads : {1, 2})
-            for (std::size_t at : {0, 32}) {
-              INFO(describe(data_layout::nchw, b, s, 1)
-                   << " isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy)
-                   << " threads " << threads << " at +" << at);
-              placed to(in_blocks.size(), at);
-              kernels::reorder(cp(planar), data_layout::nchw, to.data(), b, s, 1, threads);
-              CHECK(difference(to.content(in_blocks.size()), in_blocks) == "");
-              CHECK(to.untouched_around(in_blocks.size()));
-              placed back(planar.size(), at);
-              kernels::reorder(cp(in_blocks), b, back.data(), data_layout::nchw, s, 1, threads);
-              CHECK(difference(back.content(planar.size()), planar) == "");
-              CHECK(back.untouched_around(planar.size()));
-            }
-        }
-      }
+      check_on_every_path(in_blocks, [&](std::byte* dst, int threads) {
+        kernels::reorder(cp(planar), data_layout::nchw, dst, b, s, 1, threads);
+      });
+      check_on_every_path(planar, [&](std::byte* dst, int threads) {
+        kernels::reorder(cp(in_blocks), b, dst, data_layout::nchw, s, 1, threads);
+      });
     }
 }
 

@@ -168,6 +168,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline __m256i f32_to_bf16(v16 v) noexcept {
 // load(p): 8 elements at p. load2(a, b): 4 elements at a into lanes 0-3 and 4 at b into lanes
 // 4-7, which lets a transpose take its 128-bit lane crossing from the loads for free.
 
+// The 8 bytes at a, then the 8 at b, in one register.
 FLUIDK_DETAIL_SIMD_INLINE inline __m128i load_half_pair16(const std::byte* a, const std::byte* b) noexcept {
   return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
@@ -1136,12 +1137,10 @@ template <std::int64_t E, int C>
 FLUIDK_DETAIL_SIMD_INLINE inline void copy_chunks(const std::byte* a, const std::byte* b, std::byte* d,
                                                   bool nt) noexcept {
   if constexpr (E == 1) {
-    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a));
     if constexpr (C == 1)
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(d), x);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(d), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)));
     else
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d),
-                       _mm_unpacklo_epi64(x, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d), load_half_pair16(a, b));
   } else if constexpr (C == 1) {
     const __m128i x = load16(a);
     if (nt)
@@ -1260,12 +1259,6 @@ FLUIDK_DETAIL_SIMD_INLINE inline __m256i load32(const std::byte* p) noexcept {
 }
 FLUIDK_DETAIL_SIMD_INLINE inline void store32(std::byte* p, __m256i x) noexcept {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
-}
-
-// The 8 bytes at a, then the 8 at b.
-FLUIDK_DETAIL_SIMD_INLINE inline __m128i chunk_pair(const std::byte* a, const std::byte* b) noexcept {
-  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
-                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
 }
 
 // An 8x8 transpose of 16-bit elements in each 128-bit lane: element j of x[i] becomes element i
@@ -1393,8 +1386,8 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
       } else {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
-          a[j] = _mm256_set_m128i(chunk_pair(sp + (16 + 2 * j) * s_px, sp + (17 + 2 * j) * s_px),
-                                  chunk_pair(sp + 2 * j * s_px, sp + (2 * j + 1) * s_px));
+          a[j] = _mm256_set_m128i(load_half_pair16(sp + (16 + 2 * j) * s_px, sp + (17 + 2 * j) * s_px),
+                                  load_half_pair16(sp + 2 * j * s_px, sp + (2 * j + 1) * s_px));
       }
       store_pixels_as_bytes(a, rows, p);
     } else {
@@ -1526,8 +1519,6 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
           avx2::gather_packed_chunks<R2, W2, 2>(sq, s_cs, dq, d_ps, count);
           return;
         }
-      }
-      if constexpr (W::size == 2) {
         if (nt) {
           avx2::gather_packed_chunks<R2, W2, 4, true>(sq, s_cs, dq, d_ps, count);
           return;
