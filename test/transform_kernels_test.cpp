@@ -735,6 +735,12 @@ void check_on_every_path(const bytes& expected, Write&& write) {
     }
   }
 }
+
+// The job of NCHW -> NHWC of two images of 196 pixels and c channels, elements of se -> de bytes.
+kernels::detail::layout_job nhwc_job(std::int64_t c, std::size_t se, std::size_t de,
+                                     kernels::nhwc_walk walk) {
+  return kernels::detail::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, c, 196, se, de, walk);
+}
 }  // namespace
 
 TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",
@@ -955,11 +961,11 @@ TEST_CASE(
     "[transforms][stores]") {
   namespace d = kernels::detail;
   const auto job = [](std::int64_t c, std::size_t elem, kernels::nhwc_walk walk) {
-    return d::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, c, 196, elem, elem, walk);
+    return nhwc_job(c, elem, elem, walk);
   };
   // Through the caches from 256 channels (a pixel of 1 KiB), in blocks of 64 pixels; streamed
   // from the last-level cache from 128, over all pixels; never from memory, nor on cores whose
-  // walk is short blocks, nor for other element sizes.
+  // walk is short blocks, nor for 1-byte elements (2-byte ones: the next test).
   const kernels::nhwc_walk long_runs = kernels::nhwc_walk::long_runs;
   CHECK(job(256, 4, long_runs).pair_block == 64);
   CHECK(job(256, 4, long_runs).streamed_pair_block == 196);
@@ -968,8 +974,8 @@ TEST_CASE(
   CHECK(job(64, 4, long_runs).streamed_pair_block == 0);
   CHECK(job(2048, 4, kernels::nhwc_walk::short_blocks).pair_block == 0);
   CHECK(job(2048, 4, kernels::nhwc_walk::short_blocks).streamed_pair_block == 0);
-  CHECK(job(2048, 2, long_runs).pair_block == 0);
-  CHECK(job(2048, 2, long_runs).streamed_pair_block == 0);
+  CHECK(job(256, 4, long_runs).memory_pair_block == 0);
+  CHECK(job(2048, 1, long_runs).streamed_pair_block == 0);
   for (bool from_llc : {true, false}) {
     d::layout_job streamed = job(256, 4, long_runs), cached = streamed;
     d::set_streaming(streamed, true, from_llc);
@@ -1008,30 +1014,58 @@ TEST_CASE(
     "NCHW -> NHWC of 2-byte elements streams where each step writes a line of each pixel, and every "
     "level, policy and thread count gives the naive transform's bytes",
     "[transforms][stores]") {
-  // 32 and 64 channels a pixel, 96 (a group of four chunks, then the rest: none), 480 (a pixel
-  // of 960 bytes), 512 (1 KiB: not streamed), 48 (a group and two chunks left: not streamed),
-  // the pixels left after the steps (5 x 13, 7 x 7), at a target on a line and 32 bytes off
-  // one; copies, and float into float16 and bfloat16 on the way.
-  const std::vector<dims> cases{{1, 32, 5, 13}, {2, 64, 7, 7}, {1, 96, 4, 6},   {1, 480, 3, 5},
-                                {1, 512, 2, 9}, {1, 48, 8, 8}, {2, 128, 32, 32}};
-  for (const dims& s : cases) {
-    const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
-    const bytes halves = random_bytes(n * 2, 47);
-    const bytes floats = to_bytes(samples<float>(n, 49));
-    INFO(describe(data_layout::nchw, data_layout::nhwc, s, 2));
-    check_on_every_path(
-        naive_reorder(halves, data_layout::nchw, data_layout::nhwc, s, 2), [&](std::byte* dst, int threads) {
-          kernels::reorder(cp(halves), data_layout::nchw, dst, data_layout::nhwc, s, 2, threads);
-        });
-    const bytes in_nhwc = naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4);
-    for (data_type to : {data_type::float16, data_type::bfloat16}) {
-      INFO("float -> " << name_of(to));
-      check_on_every_path(run_cast(in_nhwc, data_type::float32, to, n), [&](std::byte* dst, int threads) {
-        kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, dst, data_layout::nhwc, to,
-                              s, threads);
-      });
+  namespace d = kernels::detail;
+  // From a pixel of 1 KiB (512 channels) on, where the walk is long runs, two groups of four
+  // chunks a step (two lines of each pixel), only streamed, from the last-level cache and from
+  // memory alike; not on cores whose walk is short blocks.
+  const auto job = nhwc_job;
+  const kernels::nhwc_walk long_runs = kernels::nhwc_walk::long_runs;
+  for (std::size_t se : {2, 4}) {
+    const d::layout_job pairs = job(512, se, 2, long_runs);
+    CHECK(pairs.pair_block == 0);
+    CHECK(pairs.streamed_pair_block == 196);
+    CHECK(pairs.memory_pair_block == 196);
+    for (bool from_llc : {true, false}) {
+      d::layout_job streamed = pairs, cached = pairs;
+      d::set_streaming(streamed, true, from_llc);
+      d::set_streaming(cached, false, from_llc);
+      CHECK(streamed.pair_block == 196);
+      CHECK(cached.pair_block == 0);
     }
+    CHECK(job(480, se, 2, long_runs).memory_pair_block == 0);
+    CHECK(job(2048, se, 2, kernels::nhwc_walk::short_blocks).memory_pair_block == 0);
   }
+  // 32 and 64 channels a pixel, 96 (a group of four chunks, then the rest: none), 480 (a pixel
+  // of 960 bytes), 512 (1 KiB: two groups a step where the walk is long runs), 1024 (several
+  // pairs of groups), 672 and 544 (an odd group left after the pairs), 48 (a group and two
+  // chunks left: not streamed), the pixels left after the steps (5 x 13, 7 x 7, 3 x 5), at a
+  // target on a line and 32 bytes off one, on both walks; copies, and float into float16 and
+  // bfloat16 on the way.
+  const std::vector<dims> cases{{1, 32, 5, 13}, {2, 64, 7, 7},   {1, 96, 4, 6},  {1, 480, 3, 5},
+                                {1, 512, 2, 9}, {1, 1024, 3, 5}, {1, 672, 7, 7}, {2, 544, 4, 6},
+                                {1, 48, 8, 8},  {2, 128, 32, 32}};
+  for (kernels::nhwc_walk walk : {long_runs, kernels::nhwc_walk::short_blocks})
+    for (const dims& s : cases) {
+      kernels::nhwc_walk_scope walking(walk);
+      INFO("walk " << kernels::name_of(walk));
+      const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
+      const bytes halves = random_bytes(n * 2, 47);
+      const bytes floats = to_bytes(samples<float>(n, 49));
+      INFO(describe(data_layout::nchw, data_layout::nhwc, s, 2));
+      check_on_every_path(naive_reorder(halves, data_layout::nchw, data_layout::nhwc, s, 2),
+                          [&](std::byte* dst, int threads) {
+                            kernels::reorder(cp(halves), data_layout::nchw, dst, data_layout::nhwc, s, 2,
+                                             threads);
+                          });
+      const bytes in_nhwc = naive_reorder(floats, data_layout::nchw, data_layout::nhwc, s, 4);
+      for (data_type to : {data_type::float16, data_type::bfloat16}) {
+        INFO("float -> " << name_of(to));
+        check_on_every_path(run_cast(in_nhwc, data_type::float32, to, n), [&](std::byte* dst, int threads) {
+          kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, dst, data_layout::nhwc, to,
+                                s, threads);
+        });
+      }
+    }
 }
 
 TEST_CASE(
@@ -1196,7 +1230,12 @@ TEST_CASE("layout transforms stream only where their stores write whole target l
            {nchw, nhwc, 64, 4, 2, true},
            {nchw, nhwc, 480, 4, 2, true},
            {nchw, nhwc, 48, 2, 2, false},
-           {nchw, nhwc, 512, 2, 2, false},
+           // From a pixel of 1 KiB, where the walk is long runs (two groups a step), C a multiple
+           // of 32.
+           {nchw, nhwc, 512, 2, 2, false, true},
+           {nchw, nhwc, 1024, 4, 2, false, true},
+           {nchw, nhwc, 544, 2, 2, false, true},
+           {nchw, nhwc, 520, 2, 2, false},
            {nchw, nhwc, 64, 1, 1, false},
            {nchw, b16, 64, 4, 2, false},
            // nChw16c from NHWC or nChw8c, and NHWC of 4-byte elements from a blocked layout: both

@@ -134,11 +134,11 @@ struct layout_job {
   std::int64_t p_block = 0;   // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
   std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1, 2 or 4)
-  // Planar -> NHWC of 4-byte elements on the cores that take long runs, with many channels
-  // (make_layout_job): two groups a step, over blocks of this many pixels; 0: a group at a time
-  // over all pixels. streamed_pair_block: the same where the job streams from the last-level
-  // cache (set_streaming).
-  std::int64_t pair_block = 0, streamed_pair_block = 0;
+  // Planar -> NHWC on the cores that take long runs, with many channels (make_layout_job): two
+  // groups a step, over blocks of this many pixels; 0: a group at a time over all pixels.
+  // streamed_pair_block and memory_pair_block: the same where the job streams, what it reads and
+  // writes fitting in the last-level cache or not (set_streaming).
+  std::int64_t pair_block = 0, streamed_pair_block = 0, memory_pair_block = 0;
   bool prefetch = false;  // prefetch in software ahead of the hardware (store_policy::prefetched)
   bool stream = false;    // write with non-temporal stores (every vector store aligned)
   // From NHWC on cores that take long runs (make_layout_job): pixels per piece when streaming,
@@ -218,6 +218,27 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
       const std::int64_t block =
           (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
       j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));
+      // 2-byte elements written with a pixel of 1 KiB or more (512 channels), on the cores that
+      // take long runs, stream two groups a step (64 channels, two lines of each of 8 pixels)
+      // over all pixels, from the last-level cache and from memory alike. Before, these went
+      // through the caches (a group a step streamed, the pixels' lines fall in few L1 sets as
+      // above: at 2048 channels 0.3-0.7x the cached speed). Zen 4, GB/s read + written, medians
+      // of three runs in turn, cached -> two groups streamed:
+      //   float -> float16, one thread: [16, 1024, 14, 14] 13.3 -> 25.4, [8, 512, 28, 28]
+      //   13.8 -> 25.8, [24, 672, 14, 14] 17.9 -> 31.9, [16, 512, 28, 28] 11.6 -> 13.4,
+      //   [32, 2048, 7, 7] 19.9 -> 28.2, [64, 2048, 7, 7] 11.5 -> 20.6; two threads 44.2 -> 65.8,
+      //   45.2 -> 68.0, 54.8 -> 73.0, 23.1 -> 23.4, 53.2 -> 59.5, 22.8 -> 42.7;
+      //   float -> bfloat16, one thread: 12.7 -> 13.1, 17.5 -> 16.0, 17.6 -> 22.2, 10.7 -> 8.5,
+      //   17.1 -> 23.2, 12.0 -> 19.8;
+      //   float16 copies, one thread: 37.9 -> 41.4, 38.2 -> 44.7, 40.8 -> 44.4, 11.2 -> 33.1,
+      //   25.6 -> 29.5, 15.3 -> 28.0; two threads 81.6 -> 53.3, 83.9 -> 51.7, 88.0 -> 54.6,
+      //   25.2 -> 48.1, 50.8 -> 49.0, 32.7 -> 48.5.
+      // The copies' losses on two threads are the streaming policy's own trade (a benchmark
+      // loop keeps a cached result in the L3; a program's next kernel finds it evicted): two
+      // threads streamed at most 55 GB/s here, as NCHW -> nChw8c of float [8, 64, 56, 56] did
+      // (cached in such a loop: 175).
+      if (walk == nhwc_walk::long_runs && de == 2 && c * std::int64_t(de) >= 1024)
+        j.streamed_pair_block = j.memory_pair_block = all;
     }
     if (walk == nhwc_walk::short_blocks) j.p_block = std::min<std::int64_t>(all, 32);
   } else if (j.s.kind == side_kind::planar ||
@@ -266,10 +287,12 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
 //     group), with C a multiple of 16 (no chunk left to go alone), and 2-byte elements written
 //     into NHWC four chunks at a time, with C a multiple of 32 and the target on a line, a
 //     pixel under 1 KiB. From 512 channels on, the lines of a step's pixels fall in few L1
-//     sets (as for make_layout_job's pair_block), and streaming them measured mixed on Zen 4:
-//     float16 copies of [16, 1024, 14, 14] and [8, 512, 28, 28] 0.54-0.77x the cached speed,
-//     of [16, 512, 28, 28] and [64, 2048, 7, 7] 1.8-2.2x; float -> float16 of [32, 2048, 7, 7]
-//     0.58-0.68x, of [16, 1024, 14, 14] and [8, 512, 28, 28] 1.3-1.8x.
+//     sets (as for make_layout_job's pair_block), and streaming four chunks a step measured
+//     mixed on Zen 4: float16 copies of [16, 1024, 14, 14] and [8, 512, 28, 28] 0.54-0.77x the
+//     cached speed, of [16, 512, 28, 28] and [64, 2048, 7, 7] 1.8-2.2x; float -> float16 of
+//     [32, 2048, 7, 7] 0.58-0.68x, of [16, 1024, 14, 14] and [8, 512, 28, 28] 1.3-1.8x. There,
+//     on the cores that take long runs, two groups a step stream instead (make_layout_job's
+//     streamed_pair_block); on other cores such targets go through the caches.
 inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::size_t se,
                                 std::size_t de) noexcept {
   if (reinterpret_cast<std::uintptr_t>(dst) % 32 != 0) return false;
@@ -292,9 +315,10 @@ inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::
   }
   if (j.s.kind != side_kind::planar) return false;
   // 2-byte elements into NHWC four chunks a step (a line of each pixel), every pixel's line on
-  // a line, with a pixel under 1 KiB.
+  // a line, with a pixel under 1 KiB, or two groups a step with a longer one.
   if (j.d.kind == side_kind::channels_last && de == 2 && j.group == 4 && j.c % 32 == 0 &&
-      j.c * std::int64_t(de) < 1024 && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0)
+      (j.c * std::int64_t(de) < 1024 || j.streamed_pair_block > 0) &&
+      reinterpret_cast<std::uintptr_t>(dst) % 64 == 0)
     return true;
   return se == 4 && de == 4 && j.group == 2 && j.c % 16 == 0;
 }
@@ -304,7 +328,7 @@ inline bool streams_whole_lines(const layout_job& j, const std::byte* dst, std::
 // fits in the last-level cache.
 inline void set_streaming(layout_job& j, bool stream, bool from_llc) noexcept {
   j.stream = stream;
-  if (stream) j.pair_block = from_llc ? j.streamed_pair_block : 0;
+  if (stream) j.pair_block = from_llc ? j.streamed_pair_block : j.memory_pair_block;
   if (stream && j.streamed_block > 0) {
     j.p_block = std::min(std::max<std::int64_t>(j.hw, 1), j.streamed_block);
     j.p_blocks = layout_job::pieces_of(j.hw, j.p_block);

@@ -1189,32 +1189,31 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
 }
 
 // Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
-// nChw16c and NHWC of 16-31 channels), for writers of 2-byte elements, and 1-byte copies four
-// chunks at a time: each step moves 8G channels of 8 pixels (a whole line where G = 4 and the
-// elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go as
-// pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved
-// from their rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in place for 8
-// pixels. Before, each chunk went alone: its elements widened to 4 bytes, transposed and
-// narrowed back, a pass over the block's pixels per chunk, each pass writing a quarter of every
-// pixel's line; where a pixel stride that is a multiple of 4 KiB (2048 or 1024 channels of
-// float16) put all of a pass's lines in one L1 set, each had left L1 before the next pass came.
-// On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC
-// [1, 2048, 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0,
-// [1, 2040, 14, 14] 26.5 -> 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and
-// [4, 64, 56, 56] 37.4 -> 46.0; bytes, [4, 64, 56, 56] 15.9 -> 49.0. Four chunks of 2-byte
-// elements write a whole line of each pixel, and so may stream (NT; streams_whole_lines): from
-// the L3 and beyond, where they had gone through the caches, float16 [16, 128, 56, 56] 15.1 ->
-// 40.4 GB/s, [16, 384, 28, 28] 12.3 -> 42.9, float -> float16 [16, 64, 56, 56] 24.3 -> 47.1.
-// The prefetching policy's form stays one chunk at a time. Functions of their own, which the
-// AVX-512 engine calls too (the same instructions, one instance fewer each).
+// nChw16c and NHWC of 16-31 channels; 8, two groups, where a job streams 2-byte elements into
+// NHWC pixels of 1 KiB or more: gather_pairs), for writers of 2-byte elements, and 1-byte
+// copies four chunks at a time: each step moves 8G channels of 8 pixels (whole lines where G is
+// 4 or 8 and the elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go
+// as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved from their
+// rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk
+// went alone: its elements widened to 4 bytes, transposed and narrowed back, a pass over the block's pixels
+// per chunk, each pass writing a quarter of every pixel's line; where a pixel stride that is a multiple of 4
+// KiB (2048 or 1024 channels of float16) put all of a pass's lines in one L1 set, each had left L1 before the
+// next pass came. On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC [1, 2048,
+// 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0, [1, 2040, 14, 14] 26.5
+// -> 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and [4, 64, 56, 56] 37.4 -> 46.0; bytes,
+// [4, 64, 56, 56] 15.9 -> 49.0. Four chunks of 2-byte elements write a whole line of each pixel, and so may
+// stream (NT; streams_whole_lines): from the L3 and beyond, where they had gone through the caches, float16
+// [16, 128, 56, 56] 15.1 -> 40.4 GB/s, [16, 384, 28, 28] 12.3 -> 42.9, float -> float16 [16, 64, 56, 56] 24.3
+// -> 47.1. The prefetching policy's form stays one chunk at a time. Functions of their own, which the AVX-512
+// engine calls too (the same instructions, one instance fewer each).
 template <class R, class W, int G, bool NT = false>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(const std::byte* s,
                                                                               std::int64_t s_row,
                                                                               std::byte* d, std::int64_t d_px,
                                                                               std::int64_t count) noexcept {
   constexpr bool bytes = std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>;
-  static_assert((W::size == 2 && (G == 2 || G == 4)) || (bytes && G == 4));
-  static_assert(!NT || (W::size == 2 && G == 4));  // streamed: a whole line of each pixel a step
+  static_assert((W::size == 2 && (G == 2 || G == 4 || G == 8)) || (bytes && G == 4));
+  static_assert(!NT || (W::size == 2 && G >= 4));  // streamed: whole lines of each pixel a step
   for (std::int64_t p = 0; p < count; p += 8) {
     const std::byte* sp = s + p * R::size;
     if constexpr (bytes) {
@@ -1228,26 +1227,31 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(co
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(d + (p + i) * d_px), q[i]);
     } else {
-      v8 lo[8], hi[8];  // channels 0-15 and 16-31 of the step's pixels
+      // G = 8: two lines of each pixel, the first group's line of the 8 pixels, then the second's.
+#pragma GCC unroll 2
+      for (int h = 0; h < (G == 8 ? 2 : 1); ++h) {
+        const std::byte* sh = sp + 32 * h * s_row;
+        v8 lo[8], hi[8];  // channels 0-15 and 16-31 of the step's pixels
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) lo[k] = channel_pair<R, W>(sp + 2 * k * s_row, sp + (2 * k + 1) * s_row);
-      transpose8(lo);
-      if constexpr (G == 4) {
+        for (int k = 0; k < 8; ++k) lo[k] = channel_pair<R, W>(sh + 2 * k * s_row, sh + (2 * k + 1) * s_row);
+        transpose8(lo);
+        if constexpr (G >= 4) {
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k)
-          hi[k] = channel_pair<R, W>(sp + (2 * k + 16) * s_row, sp + (2 * k + 17) * s_row);
-        transpose8(hi);
-      }
-      // The two halves of each pixel's line back to back.
+          for (int k = 0; k < 8; ++k)
+            hi[k] = channel_pair<R, W>(sh + (2 * k + 16) * s_row, sh + (2 * k + 17) * s_row);
+          transpose8(hi);
+        }
+        // The two halves of each pixel's line back to back.
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        std::byte* dp = d + (p + i) * d_px;
-        if constexpr (NT) {
-          _mm256_stream_ps(reinterpret_cast<float*>(dp), lo[i]);
-          _mm256_stream_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
-        } else {
-          _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
-          if constexpr (G == 4) _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+        for (int i = 0; i < 8; ++i) {
+          std::byte* dp = d + (p + i) * d_px + 64 * h;
+          if constexpr (NT) {
+            _mm256_stream_ps(reinterpret_cast<float*>(dp), lo[i]);
+            _mm256_stream_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+          } else {
+            _mm256_storeu_ps(reinterpret_cast<float*>(dp), lo[i]);
+            if constexpr (G >= 4) _mm256_storeu_ps(reinterpret_cast<float*>(dp + 32), hi[i]);
+          }
         }
       }
     }
@@ -1467,6 +1471,11 @@ template <>
 struct in_avx2<wr_bf16> {
   using type = avx2::wr_bf16;
 };
+template <class T>
+using avx2_twin = typename in_avx2<T>::type;
+#else
+template <class T>
+using avx2_twin = T;  // this engine's own
 #endif
 
 // Planar -> channels together: j.group full chunks from sq (their first row) to dq (their
@@ -1507,13 +1516,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
     // Streamed only where each step writes a whole line of each pixel (streams_whole_lines).
     if ((j.group == 4 || (j.group == 2 && W::size == 2)) && !j.prefetch &&
         (!nt || (W::size == 2 && j.group == 4))) {
-#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-      using R2 = typename in_avx2<R>::type;  // the AVX2 engine's
-      using W2 = typename in_avx2<W>::type;
-#else
-      using R2 = R;
-      using W2 = W;
-#endif
+      using R2 = avx2_twin<R>;  // the AVX2 engine's
+      using W2 = avx2_twin<W>;
       if constexpr (W::size == 2) {
         if (j.group == 2) {
           avx2::gather_packed_chunks<R2, W2, 2>(sq, s_cs, dq, d_ps, count);
@@ -1532,26 +1536,47 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
     gather_chunks<R, W, 1>(sq + 8 * g * s_cs, s_cs, dq + 8 * g * W::size, d_ps, count, j.prefetch, nt);
 }
 
-// Planar -> NHWC of 4-byte copies, two pairs of chunks a step over blocks of j.pair_block
-// pixels (make_layout_job): `pairs` pairs of full chunks from sq (their first row) to dq (their
-// first pixel), `count` pixels (a multiple of 8). Where gather16_pairs_as does not serve (AVX2,
-// the prefetching policy), each pair goes over a block's pixels in turn.
+// Planar -> NHWC, two groups of full chunks a step over blocks of j.pair_block pixels
+// (make_layout_job): `groups` groups (of j.group chunks) from sq (their first row) to dq (their
+// first pixel), `count` pixels (a multiple of 8); an odd group last goes alone. 4-byte copies:
+// where gather16_pairs_as does not serve (AVX2, the prefetching policy), each group goes over a
+// block's pixels in turn. 2-byte elements written, which take pairs only streamed and over
+// all of a piece's pixels (make_layout_job's streamed_pair_block): eight chunks a step, except
+// a last step of 8 pixels through the caches (nt false), a group at a time.
+template <class R, class W>
 FLUIDK_DETAIL_SIMD_INLINE inline void gather_pairs(const layout_job& j, const std::byte* sq, std::byte* dq,
-                                                   std::int64_t pairs, std::int64_t count, bool nt) noexcept {
-  const std::int64_t s_cs = j.s.cs * 4, d_ps = j.d.ps * 4, block = j.pair_block;
+                                                   std::int64_t groups, std::int64_t count,
+                                                   bool nt) noexcept {
+  const std::int64_t s_cs = j.s.cs * R::size, d_ps = j.d.ps * W::size;
+  if constexpr (W::size == 2) {
+    using R2 = avx2_twin<R>;
+    using W2 = avx2_twin<W>;
+    const std::int64_t group_row = 32 * s_cs;  // a group of four chunks: 32 rows, a line of a pixel
+    std::int64_t g = 0;
+    for (; nt && g + 2 <= groups; g += 2)
+      avx2::gather_packed_chunks<R2, W2, 8, true>(sq + g * group_row, s_cs, dq + g * 64, d_ps, count);
+    for (; g < groups; ++g) {
+      if (nt)
+        avx2::gather_packed_chunks<R2, W2, 4, true>(sq + g * group_row, s_cs, dq + g * 64, d_ps, count);
+      else
+        avx2::gather_packed_chunks<R2, W2, 4>(sq + g * group_row, s_cs, dq + g * 64, d_ps, count);
+    }
+  } else {
+    const std::int64_t block = j.pair_block;
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-  if (!j.prefetch && (!nt || (on_line(dq) && d_ps % 64 == 0))) {
-    if (nt)
-      gather16_pairs_as<true>(sq, s_cs, dq, d_ps, count, pairs, block);
-    else
-      gather16_pairs_as<false>(sq, s_cs, dq, d_ps, count, pairs, block);
-    return;
-  }
+    if (!j.prefetch && (!nt || (on_line(dq) && d_ps % 64 == 0))) {
+      if (nt)
+        gather16_pairs_as<true>(sq, s_cs, dq, d_ps, count, groups, block);
+      else
+        gather16_pairs_as<false>(sq, s_cs, dq, d_ps, count, groups, block);
+      return;
+    }
 #endif
-  for (std::int64_t b = 0; b < count; b += block)
-    for (std::int64_t g = 0; g < pairs; ++g)
-      gather_chunks<rd_b32, wr_b32, 2>(sq + (16 * g * s_cs + b * 4), s_cs, dq + (b * d_ps + g * 64), d_ps,
-                                       std::min(block, count - b), j.prefetch, nt);
+    for (std::int64_t b = 0; b < count; b += block)
+      for (std::int64_t g = 0; g < groups; ++g)
+        gather_chunks<rd_b32, wr_b32, 2>(sq + (16 * g * s_cs + b * 4), s_cs, dq + (b * d_ps + g * 64), d_ps,
+                                         std::min(block, count - b), j.prefetch, nt);
+  }
 }
 
 // One chunk (kv channels real, kt written) between a planar side and a channels-together one,
@@ -1742,12 +1767,8 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
   alignas(32) static const std::int32_t lane_masks[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                                           0,  0,  0,  0,  0,  0,  0,  0};
   if (j.hw < 8 && (s_planar || d_planar)) {
-#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
     // The AVX2 engine's: the same instructions, and three fewer instances to compile.
-    avx2::run_small_images<typename in_avx2<R>::type, typename in_avx2<W>::type>(j, src, dst, begin, end);
-#else
-    run_small_images<R, W>(j, src, dst, begin, end);
-#endif
+    avx2::run_small_images<avx2_twin<R>, avx2_twin<W>>(j, src, dst, begin, end);
     return;
   }
   for (std::int64_t item = begin; item < end; ++item) {
@@ -1760,18 +1781,18 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
     if (s_planar && !d_planar) {
       // Full chunks in groups whose pixels' channels are adjacent in the target.
       const std::int64_t full = std::min(j.c / 8, j.q_count);
-      if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
+      if constexpr ((std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) || W::size == 2) {
         if (j.pair_block > 0) {
-          const std::int64_t pairs = full / 2;
+          const std::int64_t groups = full / j.group;
           const std::byte* sq = src + j.s.chunk(n, 0) * se;
           std::byte* dq = dst + j.d.chunk(n, 0) * de;
-          gather_pairs(j, sq + p0 * se, dq + p0 * d_ps, pairs, vec, nt);
+          gather_pairs<R, W>(j, sq + p0 * se, dq + p0 * d_ps, groups, vec, nt);
           if (last > 0) {
-            gather_pairs(j, sq + last * se, dq + last * d_ps, pairs, 8, false);
+            gather_pairs<R, W>(j, sq + last * se, dq + last * d_ps, groups, 8, false);
           } else if (left > 0) {
-            convert_full_chunks<R, W>(j, src, dst, n, 0, 2 * pairs, p0 + vec, p1);
+            convert_full_chunks<R, W>(j, src, dst, n, 0, groups * j.group, p0 + vec, p1);
           }
-          q = 2 * pairs;
+          q = groups * j.group;
         }
       }
       if constexpr (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>) {
