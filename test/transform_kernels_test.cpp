@@ -1097,32 +1097,36 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "chunks that lie together in the source and apart in the target go a source line of them at a "
-    "time, and give the naive transform's bytes",
+    "between channels-together layouts, chunks that lie together on one side and apart on the other "
+    "go a line of them at a time, and give the naive transform's bytes",
     "[transforms][stores]") {
-  // Into nChw8c from NHWC (a line's worth of chunks: 8 of bytes, 4 of 2-byte elements, 2 of
-  // float, then pairs, then one) and from nChw16c (pairs, a partial block last): 88 channels
-  // (bytes: a line, a pair and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial
-  // block), 1024 (a pixel a multiple of 4 KiB for float), the pixels left after the steps, on
-  // every level, policy and thread count, at a target on a line and 32 bytes off one; float
-  // cast to float16 on the way.
+  // NHWC or nChw16c -> nChw8c (a source line's worth of chunks: 8 of bytes, 4 of 2-byte
+  // elements, 2 of float, then pairs, then one) and back, nChw8c or nChw16c -> NHWC (a target
+  // line's worth), and nChw8c <-> nChw16c (pairs, a partial block last): 88 channels (bytes: a
+  // line, a pair and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial block),
+  // 1024 (a pixel a multiple of 4 KiB for float), the pixels left after the steps, on every
+  // level, policy and thread count, at a target on a line and 32 bytes off one; float cast to
+  // float16 on the way.
   const std::vector<dims> cases{{1, 88, 5, 13}, {2, 40, 3, 3}, {1, 20, 8, 8}, {1, 24, 9, 9}, {1, 1024, 3, 5}};
-  const data_layout b8 = data_layout_of<layout::nChw8c>;
+  const data_layout nhwc = data_layout::nhwc, b8 = data_layout_of<layout::nChw8c>,
+                    b16 = data_layout_of<layout::nChw16c>;
+  const std::pair<data_layout, data_layout> pairs[] = {
+      {nhwc, b8}, {b16, b8}, {b8, nhwc}, {b16, nhwc}, {b8, b16}};
   for (const dims& s : cases)
-    for (data_layout from : {data_layout::nhwc, data_layout_of<layout::nChw16c>}) {
+    for (const auto& [from, to] : pairs) {
       for (std::size_t elem : {1, 2, 4}) {
-        INFO(describe(from, b8, s, elem));
+        INFO(describe(from, to, s, elem));
         const bytes src = random_bytes(std::size_t(storage_of(from, s)) * elem, 55);
-        check_on_every_path(naive_reorder(src, from, b8, s, elem), [&](std::byte* dst, int threads) {
-          kernels::reorder(cp(src), from, dst, b8, s, elem, threads);
+        check_on_every_path(naive_reorder(src, from, to, s, elem), [&](std::byte* dst, int threads) {
+          kernels::reorder(cp(src), from, dst, to, s, elem, threads);
         });
       }
-      INFO(describe(from, b8, s, 4) << " float -> float16");
+      INFO(describe(from, to, s, 4) << " float -> float16");
       const bytes floats = to_bytes(samples<float>(std::size_t(storage_of(from, s)), 57));
-      const bytes in_b8 = naive_reorder(floats, from, b8, s, 4);
-      check_on_every_path(run_cast(in_b8, data_type::float32, data_type::float16, in_b8.size() / 4),
+      const bytes moved = naive_reorder(floats, from, to, s, 4);
+      check_on_every_path(run_cast(moved, data_type::float32, data_type::float16, moved.size() / 4),
                           [&](std::byte* dst, int threads) {
-                            kernels::reorder_cast(cp(floats), from, data_type::float32, dst, b8,
+                            kernels::reorder_cast(cp(floats), from, data_type::float32, dst, to,
                                                   data_type::float16, s, threads);
                           });
     }

@@ -1602,6 +1602,25 @@ FLUIDK_DETAIL_SIMD_INLINE inline void split_chunks(const std::byte* s, std::int6
     }
 }
 
+// The other way: G full chunks that lie together in a channels-together target (from d: pixel
+// stride d_ps bytes; a line's worth) from a source where they lie apart (chunk g from s[g]:
+// nChw8c's planes, or nChw16c's blocks), pixels [p0, p1): each pixel's line written whole.
+template <class R, class W, int G, bool Raw>
+FLUIDK_DETAIL_SIMD_INLINE inline void merge_chunks(const std::byte* const* s, std::int64_t s_ps, std::byte* d,
+                                                   std::int64_t d_ps, std::int64_t p0, std::int64_t p1,
+                                                   bool nt) noexcept {
+  for (std::int64_t p = p0; p < p1; ++p)
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const std::byte* sp = s[g] + p * s_ps;
+      std::byte* dp = d + p * d_ps + 8 * g * W::size;
+      if constexpr (Raw)
+        copy_chunks<R::size, 1>(sp, nullptr, dp, nt);
+      else
+        put<W>(dp, R::load(sp), nt);
+    }
+}
+
 // One chunk (kv channels real, kt written) between a planar side and a channels-together one,
 // `count` pixels (a multiple of 8) from sq and dq (at the first pixel); false where no vector
 // kernel fits (a partial chunk of an NHWC side, whose lanes past kv are another pixel's).
@@ -1892,6 +1911,25 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       // one thread on Zen 4, GB/s at 3, 12 and 49 MiB (memcpy 95, 43-47, 18-24): NHWC -> nChw16c
       // 56 -> 79, 12.7 -> 36, 9.8 -> 19.6; nChw16c -> NHWC 59 -> 80, 14 -> 51, 10 -> 38; nChw8c
       // -> NHWC 69 -> 85, 16 -> 51, 11 -> 39; nChw8c -> nChw16c 69 -> 86, 29 -> 50, 19 -> 37.
+      constexpr int per_line = int(64 / (8 * de));
+      if constexpr (per_line > 2) {
+        // 1- and 2-byte elements: a target line's worth of chunks (8 or 4) where they lie
+        // together in the target (merge_chunks), each from where it lies in the source. Two at
+        // a time, each pass over the pixels wrote a part of every pixel's line. Zen 4, one
+        // thread, GB/s read + written, before -> after, [1, 2048, 7, 7], [1, 1024, 14, 14],
+        // [4, 64, 56, 56], [16, 1024, 14, 14]: nChw8c -> NHWC of bytes 15.5 -> 55.0, 27.6 ->
+        // 55.5, 46.4 -> 54.0, 25.9 -> 48.5; of 2-byte elements 16.7 -> 44.0, 37.7 -> 67.9, 70.0
+        // -> 81.6, 32.9 -> 48.9; nChw16c -> NHWC of bytes 15.2 -> 53.7, 27.8 -> 53.9, 46.5 ->
+        // 52.6, 26.0 -> 49.1; of 2-byte elements 17.1 -> 43.6, 36.8 -> 68.6, 67.5 -> 80.2, 32.4
+        // -> 49.8.
+        for (; q + per_line <= j.c / 8 &&
+               j.d.chunk(n, q + per_line - 1) == j.d.chunk(n, q) + 8 * (per_line - 1);
+             q += per_line) {
+          const std::byte* rows[per_line];
+          for (int g = 0; g < per_line; ++g) rows[g] = src + j.s.chunk(n, q + g) * se;
+          merge_chunks<R, W, per_line, raw_copy>(rows, s_ps, dst + j.d.chunk(n, q) * de, d_ps, p0, p1, nt);
+        }
+      }
       for (; q + 2 <= j.c / 8 && j.d.chunk(n, q + 1) == j.d.chunk(n, q) + 8; q += 2) {
         const std::byte* sq0 = src + j.s.chunk(n, q) * se;
         const std::byte* sq1 = src + j.s.chunk(n, q + 1) * se;
@@ -1913,14 +1951,14 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       // 14] 21.4 -> 48.1; of 2-byte elements 11.6 -> 55.0, 17.2 -> 91.1, 42.7 -> 76.0, 16.9 ->
       // 49.3; of bytes 9.0 -> 53.9, 18.0 -> 54.4, 36.2 -> 50.9, 17.0 -> 38.4; nChw16c -> nChw8c
       // of float 76.1 -> 100.8, 65.0 -> 88.0, 67.1 -> 84.5, 38.7 -> 50.8.
-      constexpr int per_line = int(64 / (8 * se));
-      if constexpr (per_line > 2) {
-        for (; q + per_line <= j.c / 8 &&
-               j.s.chunk(n, q + per_line - 1) == j.s.chunk(n, q) + 8 * (per_line - 1);
-             q += per_line)
-          split_chunks<R, W, per_line, raw_copy>(src + j.s.chunk(n, q) * se, s_ps, dst + j.d.chunk(n, q) * de,
-                                                 d_ps, (j.d.chunk(n, q + 1) - j.d.chunk(n, q)) * de, p0, p1,
-                                                 nt);
+      constexpr int s_per_line = int(64 / (8 * se));
+      if constexpr (s_per_line > 2) {
+        for (; q + s_per_line <= j.c / 8 &&
+               j.s.chunk(n, q + s_per_line - 1) == j.s.chunk(n, q) + 8 * (s_per_line - 1);
+             q += s_per_line)
+          split_chunks<R, W, s_per_line, raw_copy>(src + j.s.chunk(n, q) * se, s_ps,
+                                                   dst + j.d.chunk(n, q) * de, d_ps,
+                                                   (j.d.chunk(n, q + 1) - j.d.chunk(n, q)) * de, p0, p1, nt);
       }
       for (; q + 2 <= j.c / 8 && j.s.chunk(n, q + 1) == j.s.chunk(n, q) + 8; q += 2)
         split_chunks<R, W, 2, raw_copy>(src + j.s.chunk(n, q) * se, s_ps, dst + j.d.chunk(n, q) * de, d_ps,
