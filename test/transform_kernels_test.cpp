@@ -1097,12 +1097,13 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "between channels-together layouts, chunks that lie together on one side and apart on the other "
-    "go a line of them at a time, and give the naive transform's bytes",
+    "chunks that lie together on one side and apart on the other go a line of them at a time, and "
+    "give the naive transform's bytes",
     "[transforms][stores]") {
   // NHWC or nChw16c -> nChw8c (a source line's worth of chunks: 8 of bytes, 4 of 2-byte
   // elements, 2 of float, then pairs, then one) and back, nChw8c or nChw16c -> NHWC (a target
-  // line's worth), and nChw8c <-> nChw16c (pairs, a partial block last): 88 channels (bytes: a
+  // line's worth), nChw8c <-> nChw16c (pairs, a partial block last), and NHWC or nChw16c ->
+  // NCHW (float: both chunks of a source line each step): 88 channels (bytes: a
   // line, a pair and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial block),
   // 1024 (a pixel a multiple of 4 KiB for float), the pixels left after the steps, on every
   // level, policy and thread count, at a target on a line and 32 bytes off one; float cast to
@@ -1110,8 +1111,9 @@ TEST_CASE(
   const std::vector<dims> cases{{1, 88, 5, 13}, {2, 40, 3, 3}, {1, 20, 8, 8}, {1, 24, 9, 9}, {1, 1024, 3, 5}};
   const data_layout nhwc = data_layout::nhwc, b8 = data_layout_of<layout::nChw8c>,
                     b16 = data_layout_of<layout::nChw16c>;
-  const std::pair<data_layout, data_layout> pairs[] = {
-      {nhwc, b8}, {b16, b8}, {b8, nhwc}, {b16, nhwc}, {b8, b16}};
+  const data_layout nchw = data_layout::nchw;
+  const std::pair<data_layout, data_layout> pairs[] = {{nhwc, b8}, {b16, b8},    {b8, nhwc}, {b16, nhwc},
+                                                       {b8, b16},  {nhwc, nchw}, {b16, nchw}};
   for (const dims& s : cases)
     for (const auto& [from, to] : pairs) {
       for (std::size_t elem : {1, 2, 4}) {
