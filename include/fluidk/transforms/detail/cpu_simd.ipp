@@ -1367,53 +1367,58 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_bytes(const std:
 // 32), 32 a step, the last over the last 32, through the caches. On Zen 4, one thread, GB/s
 // read + written, medians of three runs in turn: [4, 64, 56, 56] nChw8c -> NCHW 14.8 -> 75.1,
 // nChw16c -> NCHW 14.7 -> 69.3, NHWC -> NCHW 12.8 -> 45.7; [1, 256, 28, 28] 15.0 -> 88.5,
-// 14.9 -> 80.1 and 13.3 -> 50.1.
-template <int G, bool Packed>
+// 14.9 -> 80.1 and 13.3 -> 50.1. H = 4 (NHWC, G = 2): four such pairs one after the other each
+// step, a source line, so that the line is used whole while it is in L1: NHWC -> NCHW
+// [1, 2048, 7, 7] 13.5 -> 17.5 GB/s, [1, 1024, 14, 14] 27.6 -> 37.9, [4, 64, 56, 56] and
+// [1, 256, 28, 28] the same (45-46, 51).
+template <int G, bool Packed, int H = 1>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std::byte* s, std::int64_t s_px,
                                                                        std::byte* d, std::int64_t d_row,
                                                                        std::int64_t count) noexcept {
   static_assert(G == 1 || G == 2);
-  std::byte* rows[8 * G];
-  for (int r = 0; r < 8 * G; ++r) rows[r] = d + r * d_row;
-  for (std::int64_t step = 0; step < count; step += 32) {
-    const std::int64_t p = std::min(step, count - 32);
-    const std::byte* sp = s + p * s_px;
-    __m256i a[8];
-    if constexpr (G == 1) {
-      if constexpr (Packed) {
-#pragma GCC unroll 4
-        for (int j = 0; j < 8; j += 2) {
-          const __m256i x = load32(sp + 16 * j), y = load32(sp + 128 + 16 * j);
-          a[j] = _mm256_permute2x128_si256(x, y, 0x20);
-          a[j + 1] = _mm256_permute2x128_si256(x, y, 0x31);
-        }
-      } else {
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j)
-          a[j] = _mm256_set_m128i(load_half_pair16(sp + (16 + 2 * j) * s_px, sp + (17 + 2 * j) * s_px),
-                                  load_half_pair16(sp + 2 * j * s_px, sp + (2 * j + 1) * s_px));
-      }
-      store_pixels_as_bytes(a, rows, p);
-    } else {
-      __m256i b[8];
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) {
-        __m256i lo, hi;  // pixels 2j and 2j + 16, and 2j + 1 and 2j + 17
+  static_assert(H == 1 || (G == 2 && !Packed));
+  std::byte* rows[8 * G * H];
+  for (int r = 0; r < 8 * G * H; ++r) rows[r] = d + r * d_row;
+  for (std::int64_t step = 0; step < count; step += 32)
+    for (int h = 0; h < H; ++h) {
+      const std::int64_t p = std::min(step, count - 32);
+      const std::byte* sp = s + p * s_px + 16 * h;
+      __m256i a[8];
+      if constexpr (G == 1) {
         if constexpr (Packed) {
-          const __m256i x = load32(sp + 32 * j), y = load32(sp + 256 + 32 * j);
-          lo = _mm256_permute2x128_si256(x, y, 0x20);
-          hi = _mm256_permute2x128_si256(x, y, 0x31);
+#pragma GCC unroll 4
+          for (int j = 0; j < 8; j += 2) {
+            const __m256i x = load32(sp + 16 * j), y = load32(sp + 128 + 16 * j);
+            a[j] = _mm256_permute2x128_si256(x, y, 0x20);
+            a[j + 1] = _mm256_permute2x128_si256(x, y, 0x31);
+          }
         } else {
-          lo = _mm256_set_m128i(load16(sp + (16 + 2 * j) * s_px), load16(sp + 2 * j * s_px));
-          hi = _mm256_set_m128i(load16(sp + (17 + 2 * j) * s_px), load16(sp + (2 * j + 1) * s_px));
+#pragma GCC unroll 8
+          for (int j = 0; j < 8; ++j)
+            a[j] = _mm256_set_m128i(load_half_pair16(sp + (16 + 2 * j) * s_px, sp + (17 + 2 * j) * s_px),
+                                    load_half_pair16(sp + 2 * j * s_px, sp + (2 * j + 1) * s_px));
         }
-        a[j] = _mm256_unpacklo_epi64(lo, hi);
-        b[j] = _mm256_unpackhi_epi64(lo, hi);
+        store_pixels_as_bytes(a, rows, p);
+      } else {
+        __m256i b[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          __m256i lo, hi;  // pixels 2j and 2j + 16, and 2j + 1 and 2j + 17
+          if constexpr (Packed) {
+            const __m256i x = load32(sp + 32 * j), y = load32(sp + 256 + 32 * j);
+            lo = _mm256_permute2x128_si256(x, y, 0x20);
+            hi = _mm256_permute2x128_si256(x, y, 0x31);
+          } else {
+            lo = _mm256_set_m128i(load16(sp + (16 + 2 * j) * s_px), load16(sp + 2 * j * s_px));
+            hi = _mm256_set_m128i(load16(sp + (17 + 2 * j) * s_px), load16(sp + (2 * j + 1) * s_px));
+          }
+          a[j] = _mm256_unpacklo_epi64(lo, hi);
+          b[j] = _mm256_unpackhi_epi64(lo, hi);
+        }
+        store_pixels_as_bytes(a, rows + 16 * h, p);
+        store_pixels_as_bytes(b, rows + 16 * h + 8, p);
       }
-      store_pixels_as_bytes(a, rows, p);
-      store_pixels_as_bytes(b, rows + 8, p);
     }
-  }
 }
 
 // Channels together -> planar for two full chunks of 4-byte elements that lie together in the
@@ -1902,11 +1907,17 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
           std::byte* dq = dst + j.d.chunk(n, q) * de + p0;
           if (q + 2 <= j.c / 8 && j.s.chunk(n, q + 1) == j.s.chunk(n, q) + 8) {
             // Two full chunks together in each pixel: an nChw16c block, or NHWC.
-            if (s_ps == 16)
+            if (s_ps == 16) {
               avx2::scatter_bytes<2, true>(sq, s_ps, dq, d_cs, p1 - p0);
-            else
+              q += 2;
+            } else if (q + 8 <= j.c / 8 && j.s.chunk(n, q + 7) == j.s.chunk(n, q) + 56) {
+              // NHWC with a line of chunks left: the whole line each step.
+              avx2::scatter_bytes<2, false, 4>(sq, s_ps, dq, d_cs, p1 - p0);
+              q += 8;
+            } else {
               avx2::scatter_bytes<2, false>(sq, s_ps, dq, d_cs, p1 - p0);
-            q += 2;
+              q += 2;
+            }
           } else {
             if (s_ps == 8)
               avx2::scatter_bytes<1, true>(sq, s_ps, dq, d_cs, p1 - p0);
