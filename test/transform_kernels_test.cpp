@@ -1077,9 +1077,10 @@ TEST_CASE(
   // chunk in a partial block), images under 32 pixels (the chunks alone), on every level and
   // policy, at a target on a line and 32 bytes off one, on one thread and two (33 x 35). From
   // NHWC, two chunks of a pixel at a time, then one left (24 channels), and 8 channels (the
-  // pixels one after the other, as in nChw8c).
-  const std::vector<dims> cases{{2, 16, 7, 7}, {1, 64, 5, 13}, {1, 20, 8, 8},  {1, 24, 9, 9},
-                                {1, 8, 4, 6},  {1, 32, 6, 32}, {4, 64, 33, 35}};
+  // pixels one after the other, as in nChw8c). Into NHWC, eight chunks a step from 128
+  // channels on (128 and 192: a line of each pixel per step).
+  const std::vector<dims> cases{{2, 16, 7, 7},  {1, 64, 5, 13},  {1, 20, 8, 8},   {1, 24, 9, 9}, {1, 8, 4, 6},
+                                {1, 32, 6, 32}, {4, 64, 33, 35}, {1, 128, 5, 13}, {2, 192, 3, 5}};
   const data_layout blocked[] = {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>,
                                  data_layout::nhwc};
   for (const dims& s : cases)
@@ -1322,9 +1323,10 @@ TEST_CASE(
   struct other_case {
     std::int64_t c;
     std::size_t elem;
-    std::int64_t group;  // full chunks taken together: 4 from 32 channels, 1 under 16
+    std::int64_t group;  // full chunks taken together: 4 from 32 channels, 1 under 16, 8 for
+                         // 1-byte copies of 128 channels or more, a multiple of 64
   };
-  for (const other_case& k : {other_case{64, 2, 4}, {64, 1, 4}, {8, 4, 1}}) {
+  for (const other_case& k : {other_case{64, 2, 4}, {64, 1, 4}, {8, 4, 1}, {128, 1, 8}, {160, 1, 4}}) {
     const d::layout_job other =
         d::make_layout_job(data_layout::nchw, data_layout::nhwc, 1, k.c, 1 << 20, k.elem, k.elem);
     CHECK(other.group == k.group);

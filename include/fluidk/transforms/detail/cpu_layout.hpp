@@ -133,7 +133,7 @@ struct layout_job {
   bool s_padded = false;      // the source is blocked: a chunk's 8 lanes may be read past C
   std::int64_t p_block = 0;   // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
-  std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1, 2 or 4)
+  std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1 to 8)
   // Planar -> NHWC on the cores that take long runs, with many channels (make_layout_job): two
   // groups a step, over blocks of this many pixels; 0: a group at a time over all pixels.
   // streamed_pair_block and memory_pair_block: the same where the job streams, what it reads and
@@ -215,6 +215,12 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
       }
     } else {
       j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;
+      // 1-byte copies with 128 channels or more, a multiple of 64: eight chunks a step, a whole
+      // line of each pixel (four wrote half of it, and the next group's pass came back for the
+      // other half). Zen 4, one thread, GB/s read + written, four -> eight: [1, 2048, 7, 7] 22.2
+      // -> 27.0, [1, 1024, 14, 14] 47.5 -> 52.3, [16, 128, 56, 56] 30.9 -> 37.3, [1, 256, 28,
+      // 28] 60.3 -> 60.3; at 64 channels 52.2 -> 49.0 ([4, 64, 56, 56]), so not there.
+      if (se == 1 && c >= 128 && c % 64 == 0) j.group = 8;
       const std::int64_t block =
           (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
       j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));

@@ -1189,8 +1189,9 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
 }
 
 // Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
-// nChw16c and NHWC of 16-31 channels; 8, two groups, where a job streams 2-byte elements into
-// NHWC pixels of 1 KiB or more: gather_pairs), for writers of 2-byte elements, and 1-byte
+// nChw16c and NHWC of 16-31 channels, or 8 for 1-byte copies of many channels; 8, two groups,
+// where a job streams 2-byte elements into NHWC pixels of 1 KiB or more: gather_pairs), for
+// writers of 2-byte elements, and 1-byte
 // copies four chunks at a time: each step moves 8G channels of 8 pixels (whole lines where G is
 // 4 or 8 and the elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go
 // as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved from their
@@ -1212,20 +1213,24 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(co
                                                                               std::byte* d, std::int64_t d_px,
                                                                               std::int64_t count) noexcept {
   constexpr bool bytes = std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>;
-  static_assert((W::size == 2 && (G == 2 || G == 4 || G == 8)) || (bytes && G == 4));
+  static_assert((W::size == 2 && (G == 2 || G == 4 || G == 8)) || (bytes && (G == 4 || G == 8)));
   static_assert(!NT || (W::size == 2 && G >= 4));  // streamed: whole lines of each pixel a step
   for (std::int64_t p = 0; p < count; p += 8) {
     const std::byte* sp = s + p * R::size;
     if constexpr (bytes) {
-      const std::byte* rows[32];
+#pragma GCC unroll 2
+      for (int h = 0; h < G / 4; ++h) {
+        const std::byte* rows[32];
 #pragma GCC unroll 32
-      for (int k = 0; k < 32; ++k) rows[k] = sp + k * s_row;
-      v8 q[8];
+        for (int k = 0; k < 32; ++k) rows[k] = sp + (32 * h + k) * s_row;
+        v8 q[8];
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) q[k] = channel_quad(rows + 4 * k);
-      transpose8(q);
+        for (int k = 0; k < 8; ++k) q[k] = channel_quad(rows + 4 * k);
+        transpose8(q);
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(d + (p + i) * d_px), q[i]);
+        for (int i = 0; i < 8; ++i)
+          _mm256_storeu_ps(reinterpret_cast<float*>(d + (p + i) * d_px + 32 * h), q[i]);
+      }
     } else {
       // G = 8: two lines of each pixel, the first group's line of the 8 pixels, then the second's.
 #pragma GCC unroll 2
@@ -1550,7 +1555,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
   (void)ahead;
   if constexpr (W::size == 2 || (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>)) {
     // Streamed only where each step writes a whole line of each pixel (streams_whole_lines).
-    if ((j.group == 4 || (j.group == 2 && W::size == 2)) && !j.prefetch &&
+    if ((j.group >= 4 || (j.group == 2 && W::size == 2)) && !j.prefetch &&
         (!nt || (W::size == 2 && j.group == 4))) {
       using R2 = avx2_twin<R>;  // the AVX2 engine's
       using W2 = avx2_twin<W>;
@@ -1561,6 +1566,12 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
         }
         if (nt) {
           avx2::gather_packed_chunks<R2, W2, 4, true>(sq, s_cs, dq, d_ps, count);
+          return;
+        }
+      }
+      if constexpr (W::size == 1) {
+        if (j.group == 8) {
+          avx2::gather_packed_chunks<R2, W2, 8>(sq, s_cs, dq, d_ps, count);
           return;
         }
       }
