@@ -1068,6 +1068,33 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("NCHW -> nChw8c of 2-byte elements, 16 pixels a step, gives the naive transform's bytes",
+          "[transforms][stores]") {
+  // Images of 16 pixels and more (the last step over the last 16: 5 x 13, 3 x 8), exactly 16,
+  // and under 16 (8 pixels: the chunk alone), a partial last chunk (20 channels), on every
+  // level, policy and thread count, at a target on a line and 32 bytes off one; copies, and
+  // float into float16 and bfloat16 on the way.
+  const data_layout b8 = data_layout_of<layout::nChw8c>;
+  for (const dims& s :
+       {dims{1, 16, 5, 13}, dims{2, 24, 3, 8}, dims{1, 8, 4, 4}, dims{1, 20, 2, 4}, dims{2, 64, 28, 28}}) {
+    const std::size_t n = std::size_t(storage_of(data_layout::nchw, s));
+    const bytes halves = random_bytes(n * 2, 59);
+    INFO(describe(data_layout::nchw, b8, s, 2));
+    check_on_every_path(naive_reorder(halves, data_layout::nchw, b8, s, 2), [&](std::byte* dst, int threads) {
+      kernels::reorder(cp(halves), data_layout::nchw, dst, b8, s, 2, threads);
+    });
+    const bytes floats = to_bytes(samples<float>(n, 61));
+    const bytes in_b8 = naive_reorder(floats, data_layout::nchw, b8, s, 4);
+    for (data_type to : {data_type::float16, data_type::bfloat16}) {
+      INFO("float -> " << name_of(to));
+      check_on_every_path(
+          run_cast(in_b8, data_type::float32, to, in_b8.size() / 4), [&](std::byte* dst, int threads) {
+            kernels::reorder_cast(cp(floats), data_layout::nchw, data_type::float32, dst, b8, to, s, threads);
+          });
+    }
+  }
+}
+
 TEST_CASE(
     "1-byte copies between NCHW and the blocked layouts or NHWC, 32 pixels a step, give the naive "
     "transform's bytes",
