@@ -1143,7 +1143,8 @@ TEST_CASE(
   const std::pair<data_layout, data_layout> pairs[] = {{nhwc, b8}, {b16, b8},    {b8, nhwc}, {b16, nhwc},
                                                        {b8, b16},  {nhwc, nchw}, {b16, nchw}};
   for (const dims& s : cases)
-    for (const auto& [from, to] : pairs) {
+    for (const auto& pair : pairs) {
+      const data_layout from = pair.first, to = pair.second;  // (clang 14 captures no bindings)
       for (std::size_t elem : {1, 2, 4}) {
         INFO(describe(from, to, s, elem));
         const bytes src = random_bytes(std::size_t(storage_of(from, s)) * elem, 55);
