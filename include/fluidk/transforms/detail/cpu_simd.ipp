@@ -1188,25 +1188,26 @@ FLUIDK_DETAIL_SIMD_INLINE inline v8 channel_quad(const std::byte* const* r) noex
   return _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(ab, cd), _mm_unpacklo_epi16(ab, cd)));
 }
 
-// Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into
-// nChw16c and NHWC of 16-31 channels, or 8 for 1-byte copies of many channels; 8, two groups,
-// where a job streams 2-byte elements into NHWC pixels of 1 KiB or more: gather_pairs), for
-// writers of 2-byte elements, and 1-byte
-// copies four chunks at a time: each step moves 8G channels of 8 pixels (whole lines where G is
-// 4 or 8 and the elements are 2 bytes, half a line otherwise) and never comes back to them. The channels go
-// as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad) of 4 bytes, interleaved from their
-// rows by unpacks, which one 8x8 transpose of 4-byte lanes puts in place for 8 pixels. Before, each chunk
-// went alone: its elements widened to 4 bytes, transposed and narrowed back, a pass over the block's pixels
-// per chunk, each pass writing a quarter of every pixel's line; where a pixel stride that is a multiple of 4
-// KiB (2048 or 1024 channels of float16) put all of a pass's lines in one L1 set, each had left L1 before the
-// next pass came. On Zen 4, one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC [1, 2048,
-// 7, 7] 8.5 -> 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0, [1, 2040, 14, 14] 26.5
-// -> 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and [4, 64, 56, 56] 37.4 -> 46.0; bytes,
-// [4, 64, 56, 56] 15.9 -> 49.0. Four chunks of 2-byte elements write a whole line of each pixel, and so may
-// stream (NT; streams_whole_lines): from the L3 and beyond, where they had gone through the caches, float16
-// [16, 128, 56, 56] 15.1 -> 40.4 GB/s, [16, 384, 28, 28] 12.3 -> 42.9, float -> float16 [16, 64, 56, 56] 24.3
-// -> 47.1. The prefetching policy's form stays one chunk at a time. Functions of their own, which the AVX-512
-// engine calls too (the same instructions, one instance fewer each).
+// Planar -> channels together, G full chunks a step (make_layout_job's group: 4, or 2 into nChw16c
+// and NHWC of 16-31 channels, or 8 for 1-byte copies of many channels; 8, two groups, where a job
+// streams 2-byte elements into NHWC pixels of 1 KiB or more: gather_pairs), for writers of 2-byte
+// elements, and 1-byte copies four chunks at a time: each step moves 8G channels of 8 pixels (whole
+// lines where G is 4 or 8 and the elements are 2 bytes, half a line otherwise) and never comes back
+// to them. The channels go as pairs (2-byte elements: channel_pair) or quads (1-byte: channel_quad)
+// of 4 bytes, interleaved from their rows by unpacks, which one 8x8 transpose of 4-byte lanes puts
+// in place for 8 pixels. Before, each chunk went alone: its elements widened to 4 bytes, transposed
+// and narrowed back, a pass over the block's pixels per chunk, each pass writing a quarter of every
+// pixel's line; where a pixel stride that is a multiple of 4 KiB (2048 or 1024 channels of float16)
+// put all of a pass's lines in one L1 set, each had left L1 before the next pass came. On Zen 4,
+// one thread, GB/s read + written, before -> after: float16 NCHW -> NHWC [1, 2048, 7, 7] 8.5 ->
+// 28.4, [1, 1024, 14, 14] 16.0 -> 52.0, [4, 64, 56, 56] 32.2 -> 57.0, [1, 2040, 14, 14] 26.5 ->
+// 39.2; float -> float16 on the way, [1, 2048, 7, 7] 11.3 -> 30.5 and [4, 64, 56, 56] 37.4 -> 46.0;
+// bytes, [4, 64, 56, 56] 15.9 -> 49.0. Four chunks of 2-byte elements write a whole line of each
+// pixel, and so may stream (NT; streams_whole_lines): from the L3 and beyond, where they had gone
+// through the caches, float16 [16, 128, 56, 56] 15.1 -> 40.4 GB/s, [16, 384, 28, 28] 12.3 -> 42.9,
+// float -> float16 [16, 64, 56, 56] 24.3 -> 47.1. The prefetching policy's form stays one chunk at
+// a time. Functions of their own, which the AVX-512 engine calls too (the same instructions, one
+// instance fewer each).
 template <class R, class W, int G, bool NT = false>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather_packed_chunks(const std::byte* s,
                                                                               std::int64_t s_row,
@@ -1672,13 +1673,13 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_pairs(const layout_job& j, const st
   }
 }
 
-// G full chunks that lie together in a channels-together source (from s: pixel stride s_ps
-// bytes) into a target where each lies apart (from d, d_chunk bytes from one to the next:
-// nChw8c's planes; pixel stride d_ps bytes), pixels [p0, p1): each pixel's G chunks read back to back, so
-// that a source line is used whole while it is in L1. A chunk at a time, a pass over a piece's pixels read a
-// part of every pixel's line, and with a pixel a multiple of 4 KiB (1024 channels of float) all of a pass's
-// lines fell in one L1 set and had left it before the next pass came for their next chunk. Raw: 1- and 2-byte
-// bit copies, each chunk as it is (copy_chunks).
+// G full chunks that lie together in a channels-together source (from s: pixel stride s_ps bytes)
+// into a target where each lies apart (from d, d_chunk bytes from one to the next: nChw8c's planes;
+// pixel stride d_ps bytes), pixels [p0, p1): each pixel's G chunks read back to back, so that a
+// source line is used whole while it is in L1. A chunk at a time, a pass over a piece's pixels read
+// a part of every pixel's line, and with a pixel a multiple of 4 KiB (1024 channels of float) all
+// of a pass's lines fell in one L1 set and had left it before the next pass came for their next
+// chunk. Raw: 1- and 2-byte bit copies, each chunk as it is (copy_chunks).
 template <class R, class W, int G, bool Raw>
 FLUIDK_DETAIL_SIMD_INLINE inline void split_chunks(const std::byte* s, std::int64_t s_ps, std::byte* d,
                                                    std::int64_t d_ps, std::int64_t d_chunk, std::int64_t p0,
