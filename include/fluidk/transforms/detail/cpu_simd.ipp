@@ -1421,9 +1421,9 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
   static_assert(H == 1 || (G == 2 && !Packed));
   std::byte* rows[8 * G * H];
   for (int r = 0; r < 8 * G * H; ++r) rows[r] = d + r * d_row;
-  for (std::int64_t step = 0; step < count; step += 32)
+  for (std::int64_t step = 0; step < count; step += 32) {
+    const std::int64_t p = std::min(step, count - 32);
     for (int h = 0; h < H; ++h) {
-      const std::int64_t p = std::min(step, count - 32);
       const std::byte* sp = s + p * s_px + 16 * h;
       __m256i a[8];
       if constexpr (G == 1) {
@@ -1461,6 +1461,7 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
         store_pixels_as_bytes(b, rows + 16 * h + 8, p);
       }
     }
+  }
 }
 
 // Channels together -> planar for two full chunks of 4-byte elements that lie together in the
@@ -1590,22 +1591,22 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_group(const layout_job& j, const st
     }
   }
   (void)ahead;
-  if constexpr (W::size == 2) {
-    // nChw8c (a chunk's pixels one after the other), 16 pixels a step.
-    if (j.group == 1 && d_ps == 16 && !j.prefetch && count >= 16) {
-      if (nt)
-        avx2::gather_packed_chunks<avx2_twin<R>, avx2_twin<W>, 1, true>(sq, s_cs, dq, d_ps, count);
-      else
-        avx2::gather_packed_chunks<avx2_twin<R>, avx2_twin<W>, 1>(sq, s_cs, dq, d_ps, count);
-      return;
-    }
-  }
   if constexpr (W::size == 2 || (std::is_same_v<R, rd_b8> && std::is_same_v<W, wr_b8>)) {
+    using R2 = avx2_twin<R>;  // the AVX2 engine's
+    using W2 = avx2_twin<W>;
+    if constexpr (W::size == 2) {
+      // nChw8c (a chunk's pixels one after the other), 16 pixels a step.
+      if (j.group == 1 && d_ps == 16 && !j.prefetch && count >= 16) {
+        if (nt)
+          avx2::gather_packed_chunks<R2, W2, 1, true>(sq, s_cs, dq, d_ps, count);
+        else
+          avx2::gather_packed_chunks<R2, W2, 1>(sq, s_cs, dq, d_ps, count);
+        return;
+      }
+    }
     // Streamed only where each step writes a whole line of each pixel (streams_whole_lines).
     if ((j.group >= 4 || (j.group == 2 && W::size == 2)) && !j.prefetch &&
         (!nt || (W::size == 2 && j.group == 4))) {
-      using R2 = avx2_twin<R>;  // the AVX2 engine's
-      using W2 = avx2_twin<W>;
       if constexpr (W::size == 2) {
         if (j.group == 2) {
           avx2::gather_packed_chunks<R2, W2, 2>(sq, s_cs, dq, d_ps, count);
