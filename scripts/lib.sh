@@ -59,7 +59,7 @@ stage() {
   if [[ $FLUIDK_VERBOSE == 1 ]]; then
     log "$name"
     "$@" > >(tee "$logfile") 2>&1 || rc=$?
-    wait  # for tee to write the last lines
+    wait $!  # for tee to write the last lines (only tee: scripts/test has builds in the background)
     info "$name: $((SECONDS - t0)) s"
     return $rc
   fi
