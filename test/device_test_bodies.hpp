@@ -145,7 +145,9 @@ TEMPLATE_LIST_TEST_CASE("each place gives its context, and host access is checke
   CHECK(device_count(where) >= 1);
   CHECK_THROWS_AS(context_of<TestType>(device_count(where)), device_unavailable);
 
-  Tensor t({3}, data_type::float32, where);
+  Tensor values({3}, data_type::float32);
+  for (int i = 0; i < 3; ++i) values.data<float>()[i] = float(i);
+  const Tensor t = copy_to(values, where);  // set, so that the copy below reads set bytes
   if constexpr (!TestType::host_accessible) {
     CHECK_THROWS_WITH(t.data<float>(), Catch::Contains("host access to Tensor([3], float, ANY_LAYOUT, " +
                                                        where.to_string() + ")"));

@@ -116,8 +116,13 @@ class context_pool {
   }
 
  private:
+  // The device kind's runtime is started (device_count) while the pool is made, so that the
+  // pool, finished after it, is destroyed before it at exit: the contexts then release what they
+  // hold (CUDA's cuDNN and cuBLAS handles) while the runtime is still there. Made before the
+  // runtime, the pool outlived it, and the handles were left to the driver.
+  explicit context_pool(int /*devices*/) {}
   static context_pool& instance() {
-    static context_pool pool;
+    static context_pool pool(device_traits<P>::device_count());
     return pool;
   }
   std::mutex mutex_;

@@ -1,0 +1,66 @@
+// A device kind whose runtime starts on first use and is torn down at exit, as CUDA's is: the
+// contexts of its devices are destroyed before its runtime, so that they can release what they
+// hold through it (CUDA's contexts: their cuDNN and cuBLAS handles). The first call of the program
+// asks for a context, so the pool of contexts is made before the runtime has started; a context
+// destroyed after its runtime ends the process with code 1. Its own executable: what it checks
+// happens after main returns. Without Catch2, which would add static objects of its own.
+#include <cstdio>
+#include <cstdlib>
+#include <fluidk/device.hpp>
+#include <fluidk/devices/cpu.hpp>
+#include <string_view>
+
+namespace {
+
+// The runtime: started by the first call that needs it, torn down by the static destructors.
+bool runtime_alive = false;
+struct runtime {
+  runtime() noexcept { runtime_alive = true; }
+  ~runtime() { runtime_alive = false; }
+};
+void start_runtime() { static const runtime started; }
+
+struct late_runtime_kind {
+  using place_tag = late_runtime_kind;
+  static constexpr fluidk::place_kind_id id = 6;
+  static constexpr std::string_view name = "late_runtime";
+  static constexpr bool has_device_id = true;
+  static constexpr bool host_accessible = true;
+};
+
+class late_runtime_context final : public fluidk::device_context {
+ public:
+  explicit late_runtime_context(int device) : device_(device) { start_runtime(); }
+  ~late_runtime_context() override {
+    if (!runtime_alive) {
+      std::fputs("FAIL: a context was destroyed after its device's runtime was torn down\n", stderr);
+      std::_Exit(1);
+    }
+  }
+  fluidk::place place() const noexcept override { return fluidk::place::of<late_runtime_kind>(device_); }
+  void wait() override {}
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
+template <>
+struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::cpu> {
+  using context_type = late_runtime_context;
+  static int device_count() noexcept {
+    start_runtime();
+    return 1;
+  }
+};
+
+int main() {
+  auto& context = fluidk::context_of<late_runtime_kind>(0);
+  if (!(context.place() == fluidk::place::of<late_runtime_kind>(0))) {
+    std::puts("FAIL: context_of gave another place's context");
+    return 1;
+  }
+  std::puts("ok: the context is made; the check runs at exit");
+  return 0;
+}
