@@ -1131,12 +1131,13 @@ TEST_CASE(
   // NHWC or nChw16c -> nChw8c (a source line's worth of chunks: 8 of bytes, 4 of 2-byte
   // elements, 2 of float, then pairs, then one) and back, nChw8c or nChw16c -> NHWC (a target
   // line's worth), nChw8c <-> nChw16c (pairs, a partial block last), and NHWC or nChw16c ->
-  // NCHW (float: both chunks of a source line each step): 88 channels (bytes: a
-  // line, a pair and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial block),
-  // 1024 (a pixel a multiple of 4 KiB for float), the pixels left after the steps, on every
-  // level, policy and thread count, at a target on a line and 32 bytes off one; float cast to
-  // float16 on the way.
-  const std::vector<dims> cases{{1, 88, 5, 13}, {2, 40, 3, 3}, {1, 20, 8, 8}, {1, 24, 9, 9}, {1, 1024, 3, 5}};
+  // NCHW (float: both chunks of a source line each step): 88 channels (bytes: a line, a pair
+  // and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial block), 1024 and 2048
+  // (a pixel a multiple of 4 KiB for float, and for 2-byte elements: blocks of 8 pixels, the
+  // last taking the rest), the pixels left after the steps, on every level, policy and thread
+  // count, at a target on a line and 32 bytes off one; float cast to float16 on the way.
+  const std::vector<dims> cases{{1, 88, 5, 13}, {2, 40, 3, 3},   {1, 20, 8, 8},
+                                {1, 24, 9, 9},  {1, 1024, 5, 5}, {1, 2048, 2, 9}};
   const data_layout nhwc = data_layout::nhwc, b8 = data_layout_of<layout::nChw8c>,
                     b16 = data_layout_of<layout::nChw16c>;
   const data_layout nchw = data_layout::nchw;
@@ -1360,6 +1361,44 @@ TEST_CASE(
     CHECK(other.group == k.group);
     CHECK(other.p_block < (1 << 20));
   }
+}
+
+TEST_CASE(
+    "a pixel of the NHWC side a multiple of 4 KiB goes in blocks of 8 pixels where that was measured faster",
+    "[transforms]") {
+  namespace d = kernels::detail;
+  const data_layout nhwc = data_layout::nhwc, nchw = data_layout::nchw, b8 = data_layout_of<layout::nChw8c>,
+                    b16 = data_layout_of<layout::nChw16c>;
+  const auto block = [](data_layout from, data_layout to, std::int64_t c, std::size_t se, std::size_t de,
+                        kernels::nhwc_walk walk = kernels::nhwc_walk::long_runs) {
+    return d::make_layout_job(from, to, 2, c, 196, se, de, walk).p_block;
+  };
+  // Copies of float from and into NHWC, 1024, 2048 and 3072 channels.
+  for (std::int64_t c : {1024, 2048, 3072}) {
+    INFO(c << " channels");
+    CHECK(block(nhwc, nchw, c, 4, 4) == 8);
+    CHECK(block(nhwc, b8, c, 4, 4) == 8);
+    CHECK(block(nhwc, b16, c, 4, 4) == 8);
+    CHECK(block(b8, nhwc, c, 4, 4) == 8);
+    CHECK(block(b16, nhwc, c, 4, 4) == 8);
+  }
+  // 2-byte copies into NCHW with a pixel of 4 KiB (2048 channels), not into blocked layouts.
+  CHECK(block(nhwc, nchw, 2048, 2, 2) == 8);
+  CHECK(block(nhwc, b8, 2048, 2, 2) == 64);
+  CHECK(block(b8, nhwc, 2048, 2, 2) == 64);
+  CHECK(block(nhwc, nchw, 1024, 2, 2) == 64);
+  // Other pixel sizes, bytes, casts, blocked <-> blocked, and the cores that take short blocks:
+  // 64.
+  CHECK(block(nhwc, nchw, 768, 4, 4) == 64);
+  CHECK(block(nhwc, nchw, 512, 4, 4) == 64);
+  CHECK(block(nhwc, nchw, 4096, 1, 1) == 64);
+  CHECK(block(nhwc, nchw, 1024, 4, 2) == 64);
+  CHECK(block(b8, b16, 1024, 4, 4) == 64);
+  CHECK(block(nhwc, nchw, 1024, 4, 4, kernels::nhwc_walk::short_blocks) == 64);
+  // Streamed from NHWC, the streamed blocks (1024 pixels) win.
+  d::layout_job streamed = d::make_layout_job(nhwc, b8, 16, 1024, 196, 4, 4);
+  d::set_streaming(streamed, true, true);
+  CHECK(streamed.p_block == 196);
 }
 
 TEST_CASE("an image's last piece takes the pixels left, so no piece of 8 pixels or more leaves fewer than 8",
