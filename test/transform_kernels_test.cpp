@@ -1364,7 +1364,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a pixel of the NHWC side a multiple of 4 KiB goes in blocks of 8 pixels where that was measured faster",
+    "a pixel of the NHWC side a multiple of 4 KiB goes in blocks of 8 pixels, or NHWC -> NCHW of float 8 "
+    "chunk pairs a step over all pixels, where that was measured faster",
     "[transforms]") {
   namespace d = kernels::detail;
   const data_layout nhwc = data_layout::nhwc, nchw = data_layout::nchw, b8 = data_layout_of<layout::nChw8c>,
@@ -1373,10 +1374,17 @@ TEST_CASE(
                         kernels::nhwc_walk walk = kernels::nhwc_walk::long_runs) {
     return d::make_layout_job(from, to, 2, c, 196, se, de, walk).p_block;
   };
-  // Copies of float from and into NHWC, 1024, 2048 and 3072 channels.
+  const auto scatter_pairs = [](data_layout from, data_layout to, std::int64_t c, std::size_t se,
+                                kernels::nhwc_walk walk = kernels::nhwc_walk::long_runs) {
+    return d::make_layout_job(from, to, 2, c, 196, se, se, walk).scatter_pairs;
+  };
+  // Copies of float from and into NHWC, 1024, 2048 and 3072 channels; into NCHW all pixels, 8
+  // pairs of chunks a step.
   for (std::int64_t c : {1024, 2048, 3072}) {
     INFO(c << " channels");
-    CHECK(block(nhwc, nchw, c, 4, 4) == 8);
+    CHECK(block(nhwc, nchw, c, 4, 4) == 196);
+    CHECK(scatter_pairs(nhwc, nchw, c, 4) == 8);
+    CHECK(scatter_pairs(b16, nchw, c, 4) == 1);
     CHECK(block(nhwc, b8, c, 4, 4) == 8);
     CHECK(block(nhwc, b16, c, 4, 4) == 8);
     CHECK(block(b8, nhwc, c, 4, 4) == 8);
@@ -1395,6 +1403,9 @@ TEST_CASE(
   CHECK(block(nhwc, nchw, 1024, 4, 2) == 64);
   CHECK(block(b8, b16, 1024, 4, 4) == 64);
   CHECK(block(nhwc, nchw, 1024, 4, 4, kernels::nhwc_walk::short_blocks) == 64);
+  for (std::int64_t c : {512, 768}) CHECK(scatter_pairs(nhwc, nchw, c, 4) == 1);
+  CHECK(scatter_pairs(nhwc, nchw, 2048, 2) == 1);
+  CHECK(scatter_pairs(nhwc, nchw, 1024, 4, kernels::nhwc_walk::short_blocks) == 1);
   // Streamed from NHWC, the streamed blocks (1024 pixels) win.
   d::layout_job streamed = d::make_layout_job(nhwc, b8, 16, 1024, 196, 4, 4);
   d::set_streaming(streamed, true, true);

@@ -1477,21 +1477,28 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
 // pixels staged, then their 16 lines streamed, measured the same at [16, 1024, 14, 14] (12-16
 // GB/s) and half the speed from memory ([64, 64, 56, 56] 24.2 -> 12.2). The AVX2 engine's,
 // which the AVX-512 engine calls too: its own instance ran [1, 2048, 7, 7] at 28 GB/s.
+// `pairs` such pairs that lie one after the other in the source (NHWC) go together, each step
+// moving the 8 pixels of all of them (layout_job::scatter_pairs).
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_line_chunks(const std::byte* s,
                                                                              std::int64_t s_px, std::byte* d,
                                                                              std::int64_t d_row,
-                                                                             std::int64_t count) noexcept {
+                                                                             std::int64_t count,
+                                                                             std::int64_t pairs) noexcept {
   const std::byte* pixels[2][8];
-  std::byte* rows[2][8];
   for (int g = 0; g < 2; ++g)
-    for (int i = 0; i < 8; ++i) {
-      pixels[g][i] = s + i * s_px + 8 * g * R::size;
-      rows[g][i] = d + (8 * g + i) * d_row;
-    }
+    for (int i = 0; i < 8; ++i) pixels[g][i] = s + i * s_px + 8 * g * R::size;
   for (std::int64_t p = 0; p < count; p += 8) {
-    scatter_step<R, W>(pixels[0], s, s_px, rows[0], p, 8, false);
-    scatter_step<R, W>(pixels[1], s, s_px, rows[1], p, 8, false);
+    for (std::int64_t k = 0; k < pairs; ++k) {
+#pragma GCC unroll 2
+      for (int g = 0; g < 2; ++g) {
+        v8 a[8];
+        load_rows_transposed<R>(pixels[g], p * s_px + 16 * k * R::size, a);
+        std::byte* const out = d + 16 * k * d_row + p * W::size;
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) W::store(out + (8 * g + r) * d_row, a[r]);
+      }
+    }
   }
 }
 
@@ -2009,20 +2016,25 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       // NCHW [1, 2048, 7, 7] 18.9 -> 24.1 GB/s, [4, 64, 56, 56] 54.6 -> 41.8), and are not
       // taken.
       if (d_planar && !s_planar && !j.prefetch && !nt) {
-        const auto scatter_pair = [&](const std::byte* sq, std::byte* dq, std::int64_t count) {
-          if constexpr (se == 2)
-            scatter_packed_chunks<R, W>(sq, s_ps, dq, d_cs, count);
-          else
-            avx2::scatter_line_chunks<avx2_twin<R>, avx2_twin<W>>(sq, s_ps, dq, d_cs, count);
-        };
-        for (; q + 2 <= j.c / 8 && j.s.chunk(n, q + 1) == j.s.chunk(n, q) + 8; q += 2) {
-          const std::byte* sq = src + j.s.chunk(n, q) * se;
-          std::byte* dq = dst + j.d.chunk(n, q) * de;
-          scatter_pair(sq + p0 * s_ps, dq + p0 * d_ps, vec);
-          if (last > 0) {
-            scatter_pair(sq + last * s_ps, dq + last * d_ps, 8);
-          } else if (left > 0) {
-            convert_full_chunks<R, W>(j, src, dst, n, q, 2, p0 + vec, p1);
+        // j.scatter_pairs pairs a step where they lie together (4-byte elements), then pairs.
+        for (const std::int64_t pairs : {se == 4 ? j.scatter_pairs : 1, std::int64_t{1}}) {
+          const std::int64_t chunks = 2 * pairs;
+          const auto scatter = [&](const std::byte* sq, std::byte* dq, std::int64_t count) {
+            if constexpr (se == 2)
+              scatter_packed_chunks<R, W>(sq, s_ps, dq, d_cs, count);
+            else
+              avx2::scatter_line_chunks<avx2_twin<R>, avx2_twin<W>>(sq, s_ps, dq, d_cs, count, pairs);
+          };
+          for (; q + chunks <= j.c / 8 && j.s.chunk(n, q + chunks - 1) == j.s.chunk(n, q) + 8 * (chunks - 1);
+               q += chunks) {
+            const std::byte* sq = src + j.s.chunk(n, q) * se;
+            std::byte* dq = dst + j.d.chunk(n, q) * de;
+            scatter(sq + p0 * s_ps, dq + p0 * d_ps, vec);
+            if (last > 0) {
+              scatter(sq + last * s_ps, dq + last * d_ps, 8);
+            } else if (left > 0) {
+              convert_full_chunks<R, W>(j, src, dst, n, q, chunks, p0 + vec, p1);
+            }
           }
         }
       }
