@@ -1133,11 +1133,12 @@ TEST_CASE(
   // line's worth), nChw8c <-> nChw16c (pairs, a partial block last), and NHWC or nChw16c ->
   // NCHW (float: both chunks of a source line each step): 88 channels (bytes: a line, a pair
   // and a chunk), 40 (2-byte: a line and a chunk), 20 and 24 (a partial block), 1024 and 2048
-  // (a pixel a multiple of 4 KiB for float, and for 2-byte elements: blocks of 8 pixels, the
-  // last taking the rest), the pixels left after the steps, on every level, policy and thread
+  // (a pixel a multiple of 4 KiB for float: blocks of 8 pixels, the last taking the rest), 640,
+  // 1024 and 2048 (NHWC -> NCHW of 2 and 4 bytes: 8 pairs of chunks a step; [1, 1024, 9, 9] on
+  // two threads too), the pixels left after the steps, on every level, policy and thread
   // count, at a target on a line and 32 bytes off one; float cast to float16 on the way.
-  const std::vector<dims> cases{{1, 88, 5, 13}, {2, 40, 3, 3},   {1, 20, 8, 8},
-                                {1, 24, 9, 9},  {1, 1024, 5, 5}, {1, 2048, 2, 9}};
+  const std::vector<dims> cases{{1, 88, 5, 13},  {2, 40, 3, 3},   {1, 20, 8, 8},  {1, 24, 9, 9},
+                                {1, 1024, 5, 5}, {1, 2048, 2, 9}, {1, 640, 3, 7}, {1, 1024, 9, 9}};
   const data_layout nhwc = data_layout::nhwc, b8 = data_layout_of<layout::nChw8c>,
                     b16 = data_layout_of<layout::nChw16c>;
   const data_layout nchw = data_layout::nchw;
@@ -1364,8 +1365,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a pixel of the NHWC side a multiple of 4 KiB goes in blocks of 8 pixels, or NHWC -> NCHW of float 8 "
-    "chunk pairs a step over all pixels, where that was measured faster",
+    "a pixel of the NHWC side a multiple of 4 KiB goes in blocks of 8 pixels, and NHWC -> NCHW of many "
+    "channels 8 chunk pairs a step over all pixels, where that was measured faster",
     "[transforms]") {
   namespace d = kernels::detail;
   const data_layout nhwc = data_layout::nhwc, nchw = data_layout::nchw, b8 = data_layout_of<layout::nChw8c>,
@@ -1378,34 +1379,38 @@ TEST_CASE(
                                 kernels::nhwc_walk walk = kernels::nhwc_walk::long_runs) {
     return d::make_layout_job(from, to, 2, c, 196, se, se, walk).scatter_pairs;
   };
-  // Copies of float from and into NHWC, 1024, 2048 and 3072 channels; into NCHW all pixels, 8
-  // pairs of chunks a step.
+  // Copies of float from and into NHWC, 1024, 2048 and 3072 channels (into NCHW: below).
   for (std::int64_t c : {1024, 2048, 3072}) {
     INFO(c << " channels");
-    CHECK(block(nhwc, nchw, c, 4, 4) == 196);
-    CHECK(scatter_pairs(nhwc, nchw, c, 4) == 8);
-    CHECK(scatter_pairs(b16, nchw, c, 4) == 1);
     CHECK(block(nhwc, b8, c, 4, 4) == 8);
     CHECK(block(nhwc, b16, c, 4, 4) == 8);
     CHECK(block(b8, nhwc, c, 4, 4) == 8);
     CHECK(block(b16, nhwc, c, 4, 4) == 8);
   }
-  // 2-byte copies into NCHW with a pixel of 4 KiB (2048 channels), not into blocked layouts.
-  CHECK(block(nhwc, nchw, 2048, 2, 2) == 8);
+  // 2-byte copies: not in blocks of 8 (a pixel of 4 KiB into or out of blocked layouts).
   CHECK(block(nhwc, b8, 2048, 2, 2) == 64);
   CHECK(block(b8, nhwc, 2048, 2, 2) == 64);
-  CHECK(block(nhwc, nchw, 1024, 2, 2) == 64);
+  // NHWC -> NCHW of 2- and 4-byte elements, 512 channels or more, a multiple of 128: all pixels,
+  // 8 pairs of chunks a step.
+  for (std::int64_t c : {512, 640, 768, 1024, 2048, 3072})
+    for (std::size_t e : {2, 4}) {
+      INFO(c << " channels of " << e << " bytes");
+      CHECK(block(nhwc, nchw, c, e, e) == 196);
+      CHECK(scatter_pairs(nhwc, nchw, c, e) == 8);
+    }
+  // Not for fewer channels or a count off 128, bytes, casts, another source, or the cores that
+  // take short blocks.
+  for (std::int64_t c : {128, 256, 384, 576, 1000}) CHECK(scatter_pairs(nhwc, nchw, c, 4) == 1);
+  CHECK(scatter_pairs(nhwc, nchw, 4096, 1) == 1);
+  CHECK(d::make_layout_job(nhwc, nchw, 2, 1024, 196, 4, 2).scatter_pairs == 1);
+  CHECK(scatter_pairs(b16, nchw, 1024, 4) == 1);
+  CHECK(scatter_pairs(nhwc, nchw, 1024, 4, kernels::nhwc_walk::short_blocks) == 1);
   // Other pixel sizes, bytes, casts, blocked <-> blocked, and the cores that take short blocks:
   // 64.
-  CHECK(block(nhwc, nchw, 768, 4, 4) == 64);
-  CHECK(block(nhwc, nchw, 512, 4, 4) == 64);
   CHECK(block(nhwc, nchw, 4096, 1, 1) == 64);
   CHECK(block(nhwc, nchw, 1024, 4, 2) == 64);
   CHECK(block(b8, b16, 1024, 4, 4) == 64);
   CHECK(block(nhwc, nchw, 1024, 4, 4, kernels::nhwc_walk::short_blocks) == 64);
-  for (std::int64_t c : {512, 768}) CHECK(scatter_pairs(nhwc, nchw, c, 4) == 1);
-  CHECK(scatter_pairs(nhwc, nchw, 2048, 2) == 1);
-  CHECK(scatter_pairs(nhwc, nchw, 1024, 4, kernels::nhwc_walk::short_blocks) == 1);
   // Streamed from NHWC, the streamed blocks (1024 pixels) win.
   d::layout_job streamed = d::make_layout_job(nhwc, b8, 16, 1024, 196, 4, 4);
   d::set_streaming(streamed, true, true);

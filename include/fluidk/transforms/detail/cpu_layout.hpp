@@ -134,8 +134,9 @@ struct layout_job {
   std::int64_t p_block = 0;   // pixels per piece of work (a multiple of 8, or all of them)
   std::int64_t p_blocks = 0;  // pieces per image: pieces_of(hw, p_block)
   std::int64_t group = 1;     // planar -> channels together: full chunks moved together (1 to 8)
-  // Channels together -> planar of 4-byte elements through the caches: pairs of full chunks that
-  // lie together in the source moved in each step of 8 pixels (make_layout_job).
+  // Channels together -> planar, bit copies of 2- and 4-byte elements through the caches: pairs
+  // of full chunks that lie together in the source moved in each step of 8 pixels
+  // (make_layout_job).
   std::int64_t scatter_pairs = 1;
   // Planar -> NHWC on the cores that take long runs, with many channels (make_layout_job): two
   // groups a step, over blocks of this many pixels; 0: a group at a time over all pixels.
@@ -273,29 +274,32 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // A pixel of the NHWC side a multiple of 4 KiB (1024 channels of float) puts every pixel's
     // line of a chunk in one L1 set, and a block of 64 such pixels has its lines gone from L1
     // before the next chunk comes for them: on the cores that take long runs, copies of 4-byte
-    // elements, and 2-byte ones into a planar target, go 8 pixels a block there. Zen 4, one
-    // thread, GB/s read + written, medians of three runs in turn, 64 -> 8 pixels, at [1, 1024,
-    // 14, 14], [1, 2048, 7, 7], [8, 1024, 14, 14] (memcpy 94, 100, 75): float NHWC -> NCHW 32.3
-    // -> 45.7, 32.8 -> 40.1, 27.1 -> 37.2; NHWC -> nChw8c 48.2 -> 82.4, 46.6 -> 92.2, (streamed:
+    // elements go 8 pixels a block there. Zen 4, one thread, GB/s read + written, medians of
+    // three runs in turn, 64 -> 8 pixels, at [1, 1024, 14, 14], [1, 2048, 7, 7], [8, 1024, 14,
+    // 14] (memcpy 94, 100, 75): NHWC -> nChw8c 48.2 -> 82.4, 46.6 -> 92.2, (streamed:
     // unchanged); NHWC -> nChw16c 44.8 -> 80.3, 47.1 -> 93.7; nChw8c -> NHWC 45.8 -> 61.2, 51.4
-    // -> 60.0, streamed 34.5 -> 49.6; nChw16c -> NHWC 47.1 -> 63.7, 53.9 -> 61.6, 34.9 -> 48.6;
-    // 2-byte NHWC -> NCHW [1, 2048, 7, 7] 19.2 -> 28.6. At other pixel sizes, and for the other
-    // element sizes and ways, 8 pixels measured slower (bytes 0.4-0.7x; float at 512 and 768
-    // channels 0.74-0.92x), and blocked <-> blocked keeps 64 too.
+    // -> 60.0, streamed 34.5 -> 49.6; nChw16c -> NHWC 47.1 -> 63.7, 53.9 -> 61.6, 34.9 -> 48.6.
+    // At other pixel sizes, and for the other element sizes and ways, 8 pixels measured slower
+    // (bytes 0.4-0.7x; float at 512 and 768 channels 0.74-0.92x), and blocked <-> blocked keeps
+    // 64 too.
     const bool nhwc_side = j.s.kind == side_kind::channels_last || j.d.kind == side_kind::channels_last;
-    if (walk == nhwc_walk::long_runs && nhwc_side && se == de && c * std::int64_t(se) % 4096 == 0 &&
-        (se == 4 || (se == 2 && j.d.kind == side_kind::planar)))
+    if (walk == nhwc_walk::long_runs && nhwc_side && se == 4 && de == 4 && c * std::int64_t(se) % 4096 == 0)
       j.p_block = 8;
-    // Of those, NHWC -> NCHW of 4-byte elements goes over all pixels, 8 pairs of chunks (128
-    // channels, 2 KiB of the target) a step of 8 pixels (scatter_line_chunks): the 8-pixel
-    // blocks wrote 32 bytes of every channel's row per pass over all channels, and each row's
-    // lines had left L1 by the next pass. Zen 4, one thread, GB/s read + written, medians of
-    // three runs of each build in turn, 8-pixel blocks -> 8 pairs (4 pairs): [1, 2048, 7, 7]
-    // 25.0 -> 41.8 (41.2), [1, 1024, 14, 14] 27.8 -> 51.4 (58.0), [1, 1024, 20, 20] 30.8 -> 64.8
-    // (62.4), [1, 4096, 7, 7] 35.6 -> 48.8 (48.2), [4, 2048, 7, 7] 32.6 -> 46.1 (46.0), [1, 2048,
-    // 14, 14] 26.8 -> 52.5 (48.2). At 256 and 512 channels, all pixels 8 pairs a step measured
-    // the same as the blocks of 64 pixels a pair at a time.
-    if (j.p_block == 8 && se == 4 && j.d.kind == side_kind::planar) {
+    // NHWC -> NCHW of 2- and 4-byte elements with 512 channels or more, a multiple of 128, on the
+    // same cores: all pixels, 8 pairs of chunks (128 channels, whose rows lie together in the
+    // target) a step of 8 pixels (scatter_line_chunks, scatter_packed_chunks), so that a
+    // channel's row is written in one pass. Blocks of pixels (8, or 64) over all the channels
+    // wrote a piece of every row per pass, and the row's lines had left L1 by the next pass.
+    // Zen 4, GB/s read + written, medians of three runs of each build in turn, one thread (two),
+    // before -> after: float [1, 2048, 7, 7] 38.7 -> 51.3, [1, 1024, 14, 14] 42.4 -> 64.2 (44.8
+    // -> 79.6), [4, 2048, 7, 7] 35.6 -> 48.1 (69.2 -> 86.6), [2, 512, 14, 14] 57.4 -> 70.3 (62.4
+    // -> 119.0), [8, 1024, 14, 14] (not streamable) 36.7 -> 47.4 (67.4 -> 113.1); 2-byte 26.8 ->
+    // 37.5 (27.5 -> 36.8), 39.8 -> 51.9 (43.3 -> 42.3), 26.6 -> 35.3 (52.0 -> 64.5), 49.6 -> 56.3
+    // (75.7 -> 79.3), 36.8 -> 45.7 (68.3 -> 86.2). 4 and 16 pairs a step measured about the same
+    // as 8. At 256 channels it was mixed (one thread [4, 256, 14, 14] 59.6 -> 69.1 but [1, 256,
+    // 56, 56] 62.1 -> 55.0; 2-byte on two threads 90.8 -> 66.7), and at 128 too: not taken.
+    if (walk == nhwc_walk::long_runs && j.s.kind == side_kind::channels_last &&
+        j.d.kind == side_kind::planar && se == de && (se == 2 || se == 4) && c >= 512 && c % 128 == 0) {
       j.p_block = all;
       j.scatter_pairs = 8;
     }

@@ -1510,25 +1510,32 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_line_chunks(con
 // the caches): NHWC -> NCHW 37 -> 53 GB/s, nChw16c -> NCHW 47 -> 72. Bit copies only (2-byte
 // elements written from another type come through scatter16_lines or the chunks alone), and
 // not streaming (a streamed planar target goes a chunk at a time through staged lines).
+// `pairs` such pairs that lie one after the other in the source (NHWC) go together, each step
+// moving the 8 pixels of all of them (layout_job::scatter_pairs).
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_packed_chunks(
-    const std::byte* s, std::int64_t s_px, std::byte* d, std::int64_t d_row, std::int64_t count) noexcept {
+    const std::byte* s, std::int64_t s_px, std::byte* d, std::int64_t d_row, std::int64_t count,
+    std::int64_t pairs) noexcept {
   static_assert(std::is_same_v<R, rd_b16> && std::is_same_v<W, wr_b16>);
   // In each 128-bit lane: the first element of each pair, then the second.
   const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8,
                                          9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
   for (std::int64_t p = 0; p < count; p += 8) {
-    v8 x[8];  // pixel i's 16 channels, then (transposed) channels 2k and 2k + 1 of the 8 pixels
+    for (std::int64_t g = 0; g < pairs; ++g) {
+      const std::byte* const in = s + 32 * g + p * s_px;
+      std::byte* const out = d + 16 * g * d_row + p * 2;
+      v8 x[8];  // pixel i's 16 channels, then (transposed) channels 2k and 2k + 1 of the 8 pixels
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) x[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(s + (p + i) * s_px));
-    transpose8(x);
+      for (int i = 0; i < 8; ++i) x[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(in + i * s_px));
+      transpose8(x);
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m256i rows = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_castps_si256(x[k]), split),
-                                                    _MM_SHUFFLE(3, 1, 2, 0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * k * d_row + p * 2), _mm256_castsi256_si128(rows));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k + 1) * d_row + p * 2),
-                       _mm256_extracti128_si256(rows, 1));
+      for (int k = 0; k < 8; ++k) {
+        const __m256i rows = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_castps_si256(x[k]), split),
+                                                      _MM_SHUFFLE(3, 1, 2, 0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * k * d_row), _mm256_castsi256_si128(rows));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * k + 1) * d_row),
+                         _mm256_extracti128_si256(rows, 1));
+      }
     }
   }
 }
@@ -2016,12 +2023,12 @@ FLUIDK_DETAIL_SIMD_TARGET void run_layout(const layout_job& j, const std::byte* 
       // NCHW [1, 2048, 7, 7] 18.9 -> 24.1 GB/s, [4, 64, 56, 56] 54.6 -> 41.8), and are not
       // taken.
       if (d_planar && !s_planar && !j.prefetch && !nt) {
-        // j.scatter_pairs pairs a step where they lie together (4-byte elements), then pairs.
-        for (const std::int64_t pairs : {se == 4 ? j.scatter_pairs : 1, std::int64_t{1}}) {
+        // j.scatter_pairs pairs a step where they lie together, then pairs.
+        for (const std::int64_t pairs : {j.scatter_pairs, std::int64_t{1}}) {
           const std::int64_t chunks = 2 * pairs;
           const auto scatter = [&](const std::byte* sq, std::byte* dq, std::int64_t count) {
             if constexpr (se == 2)
-              scatter_packed_chunks<R, W>(sq, s_ps, dq, d_cs, count);
+              scatter_packed_chunks<R, W>(sq, s_ps, dq, d_cs, count, pairs);
             else
               avx2::scatter_line_chunks<avx2_twin<R>, avx2_twin<W>>(sq, s_ps, dq, d_cs, count, pairs);
           };
