@@ -11,7 +11,8 @@ tensor's shape); a RATIO line gives the smallest of them:
   RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2
 A size is above L2 when the float tensor is larger than the L2 cache of one core, as the
 benchmark's context reports it. The layout transforms also run at a network's shapes
-(shapes/<figure>/<implementation>/<shape>/t1), one thread; a table of their own and, for
+(shapes/<figure>/<implementation>/<shape>/t1), one thread (NHWC -> NCHW only there); a table of
+their own and, for
 information, the smallest ratio over them (the fused pass against its sequential steps and
 memcpy, not oneDNN's reference float16 reorder):
   RATIO transform.<figure>.vs_onednn.min_over_network_shapes
@@ -23,7 +24,7 @@ import json
 import re
 import sys
 
-FIGURES = ["nChw8c_to_nchw", "nchw_to_nChw8c", "nchw_to_nhwc", "f32_to_f16", "f32_to_bf16",
+FIGURES = ["nChw8c_to_nchw", "nchw_to_nChw8c", "nchw_to_nhwc", "nhwc_to_nchw", "f32_to_f16", "f32_to_bf16",
            "fused_nChw8c_f32_to_nchw_f16"]
 NAME = re.compile(r"^(?P<shapes>shapes/)?(?P<figure>[^/]+)/(?P<impl>[^/]+)/"
                   r"(?P<shape>(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+))/t(?P<threads>\d+)$")

@@ -165,6 +165,7 @@ struct entry {
   bench_fn fn;
   std::vector<int> threads;
   bool network = false;  // run at network_shapes() too (one thread)
+  bool sweep = true;     // run at the sweep's sizes (else at network_shapes() only)
 };
 
 // Each figure's source and target, and the memcpy that reads plus writes as many bytes (for
@@ -207,6 +208,23 @@ const std::vector<entry>& entries() {
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, b.nchw.storage_bytes()); },
        {1},
        true},
+      // NHWC -> NCHW at the network shapes only: its kernels for many channels are not the
+      // ones the sweep's 64 channels take.
+      {"nhwc_to_nchw/fluidk",
+       [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nhwc, b.nchw); },
+       {1},
+       true,
+       false},
+      {"nhwc_to_nchw/onednn",
+       [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nhwc, b.nchw); },
+       {1},
+       true,
+       false},
+      {"nhwc_to_nchw/memcpy",
+       [](auto& s, auto& b, int) { copy(s, b.nhwc, b.scratch, b.nhwc.storage_bytes()); },
+       {1},
+       true,
+       false},
       {"f32_to_f16/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nchw_f16); },
        {1, 2}},
@@ -297,7 +315,8 @@ int main(int argc, char** argv) {
   };
   for (const size_case& c : sweep())
     for (const entry& e : entries())
-      for (int t : e.threads) add(e.name + "/" + size_name(c) + "/t" + std::to_string(t), c, e.fn, t);
+      if (e.sweep)
+        for (int t : e.threads) add(e.name + "/" + size_name(c) + "/t" + std::to_string(t), c, e.fn, t);
   for (const size_case& c : network_shapes())
     for (const entry& e : entries())
       if (e.network) add("shapes/" + e.name + "/" + size_name(c) + "/t1", c, e.fn, 1);

@@ -1826,7 +1826,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void store_prefixes(std::byte (*tile)[8 * W::si
 // Images of fewer than 8 pixels (one piece each, layout_job::piece) between a planar side and a
 // channels-together one: each chunk as one vector step of 8 pixels in registers, of which the
 // image's pixels are written: whole chunks of pixels straight from the registers, rows of a
-// planar target and partial chunks of an NHWC one through a tile (store_row_prefix). A planar
+// planar target and partial chunks of an NHWC one through a tile (store_row_prefix), but for
+// full chunks into NCHW from a channels-together source (below). A planar
 // source's rows are read in place: 8 pixels of a row reach into the rows after it, which lie in
 // src but where a step would read past its end (the last chunk of the last image, which goes
 // element by element). A channels-together source's pixels past the image read as zeros; the
@@ -1883,10 +1884,38 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void run_small_images(const 
         } else {
           store_prefixes<W>(tile, r, hw, dq, d_ps, kt);
         }
+      } else if (hw == 4 && kv == 8) {
+        // 2 x 2 images (a pyramid pooling's bins) into NCHW: the chunk's 8 rows of 4 pixels are
+        // 32 elements one after the other, 4 registers of two rows each, by unpacks of the 4
+        // pixels and a swap of 128-bit halves.
+        const v8 a = R::load(sq), b = R::load(sq + s_ps), c = R::load(sq + 2 * s_ps),
+                 e = R::load(sq + 3 * s_ps);
+        const __m256d ab0 = _mm256_castps_pd(_mm256_unpacklo_ps(a, b)),
+                      ab1 = _mm256_castps_pd(_mm256_unpackhi_ps(a, b));
+        const __m256d ce0 = _mm256_castps_pd(_mm256_unpacklo_ps(c, e)),
+                      ce1 = _mm256_castps_pd(_mm256_unpackhi_ps(c, e));
+        const v8 k04 = _mm256_castpd_ps(_mm256_unpacklo_pd(ab0, ce0)),
+                 k15 = _mm256_castpd_ps(_mm256_unpackhi_pd(ab0, ce0));
+        const v8 k26 = _mm256_castpd_ps(_mm256_unpacklo_pd(ab1, ce1)),
+                 k37 = _mm256_castpd_ps(_mm256_unpackhi_pd(ab1, ce1));
+        W::store(dq, _mm256_permute2f128_ps(k04, k15, 0x20));
+        W::store(dq + 8 * de, _mm256_permute2f128_ps(k26, k37, 0x20));
+        W::store(dq + 16 * de, _mm256_permute2f128_ps(k04, k15, 0x31));
+        W::store(dq + 24 * de, _mm256_permute2f128_ps(k26, k37, 0x31));
       } else {
         for (std::int64_t i = 0; i < hw; ++i) pixels[i] = sq + i * s_ps;
         load_rows_transposed<R>(pixels, 0, r);
-        store_prefixes<W>(tile, r, kv, dq, d_cs, hw);
+        if (kv == 8 && (8 * q + 7) * hw + 8 <= j.c * hw) {
+          // Into NCHW the chunk's rows lie one after the other, and so do the rows of the
+          // chunks after it: each row stored whole, in order, so that its lanes past the image's
+          // pixels land on the next rows, which are stored later. Only where those lanes stay
+          // inside the image (whose next one another thread may write); the rest through the
+          // tile.
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) W::store(dq + i * d_cs, r[i]);
+        } else {
+          store_prefixes<W>(tile, r, kv, dq, d_cs, hw);
+        }
       }
     }
   }
