@@ -274,16 +274,17 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // A pixel of the NHWC side a multiple of 4 KiB (1024 channels of float) puts every pixel's
     // line of a chunk in one L1 set, and a block of 64 such pixels has its lines gone from L1
     // before the next chunk comes for them: on the cores that take long runs, copies of 4-byte
-    // elements go 8 pixels a block there. Zen 4, one thread, GB/s read + written, medians of
-    // three runs in turn, 64 -> 8 pixels, at [1, 1024, 14, 14], [1, 2048, 7, 7], [8, 1024, 14,
-    // 14] (memcpy 94, 100, 75): NHWC -> nChw8c 48.2 -> 82.4, 46.6 -> 92.2, (streamed:
-    // unchanged); NHWC -> nChw16c 44.8 -> 80.3, 47.1 -> 93.7; nChw8c -> NHWC 45.8 -> 61.2, 51.4
-    // -> 60.0, streamed 34.5 -> 49.6; nChw16c -> NHWC 47.1 -> 63.7, 53.9 -> 61.6, 34.9 -> 48.6.
-    // At other pixel sizes, and for the other element sizes and ways, 8 pixels measured slower
-    // (bytes 0.4-0.7x; float at 512 and 768 channels 0.74-0.92x), and blocked <-> blocked keeps
-    // 64 too.
+    // elements go 8 pixels a block there (into NCHW: below). Zen 4, one thread, GB/s read +
+    // written, medians of three runs in turn, 64 -> 8 pixels, at [1, 1024, 14, 14], [1, 2048,
+    // 7, 7], [8, 1024, 14, 14] (memcpy 94, 100, 75): NHWC -> nChw8c 48.2 -> 82.4, 46.6 -> 92.2,
+    // (streamed: unchanged); NHWC -> nChw16c 44.8 -> 80.3, 47.1 -> 93.7; nChw8c -> NHWC 45.8 ->
+    // 61.2, 51.4 -> 60.0, streamed 34.5 -> 49.6; nChw16c -> NHWC 47.1 -> 63.7, 53.9 -> 61.6,
+    // 34.9 -> 48.6. At other pixel sizes, and for the other element sizes and ways, 8 pixels
+    // measured slower (bytes 0.4-0.7x; float at 512 and 768 channels 0.74-0.92x), and blocked
+    // <-> blocked keeps 64 too.
     const bool nhwc_side = j.s.kind == side_kind::channels_last || j.d.kind == side_kind::channels_last;
-    if (walk == nhwc_walk::long_runs && nhwc_side && se == 4 && de == 4 && c * std::int64_t(se) % 4096 == 0)
+    if (walk == nhwc_walk::long_runs && nhwc_side && j.d.kind != side_kind::planar && se == 4 && de == 4 &&
+        c * std::int64_t(se) % 4096 == 0)
       j.p_block = 8;
     // NHWC -> NCHW of 2- and 4-byte elements with 512 channels or more, a multiple of 128, on the
     // same cores: all pixels, 8 pairs of chunks (128 channels, whose rows lie together in the

@@ -1466,7 +1466,7 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
 
 // Channels together -> planar for two full chunks of 4-byte elements that lie together in the
 // source (a line of it: NHWC, or an nChw16c block), through the caches, 8 pixels a step: both
-// chunks of the step's pixels (scatter_step each), so that a source line is used whole while
+// chunks of the step's pixels (as scatter_step does), so that a source line is used whole while
 // it is in L1. A chunk at a time, a pass over a piece's pixels read half of every pixel's line,
 // and with a pixel a multiple of 4 KiB (1024 channels) all of a pass's lines fell in one L1
 // set and had left it before the next pass came for their other half. Zen 4, one thread, GB/s
