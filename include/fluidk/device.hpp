@@ -97,37 +97,56 @@ class context_pool {
   static constexpr int max_devices = 64;
 
   static context_type& get(int device) {
-    auto& self = instance();
     if (device >= 0 && device < max_devices)
-      if (context_type* c = self.fast_[std::size_t(device)].load(std::memory_order_acquire)) return *c;
+      if (context_type* c = fast()[std::size_t(device)].load(std::memory_order_acquire)) return *c;
     const int count = device_traits<P>::device_count();
     if (device < 0 || device >= count)
       throw device_unavailable("no device " + place::of<P>(device).to_string() + ": " +
                                std::to_string(count) + " device(s) of kind '" + std::string(P::name) +
                                "' present");
+    auto& self = instance(device);
     const std::lock_guard lock(self.mutex_);
-    if (self.contexts_.size() <= std::size_t(device)) self.contexts_.resize(std::size_t(device) + 1);
-    auto& slot = self.contexts_[std::size_t(device)];
+    return self.make(device);
+  }
+
+ private:
+  // The pool is made with the first context asked for, inside its constructor: a device kind's
+  // runtime that starts with its first context, or with the count of its devices, is then
+  // started before the pool is finished, so the pool is destroyed before the runtime at exit,
+  // and the contexts release what they hold (CUDA's cuDNN and cuBLAS handles) while it is still
+  // there. (Made after the count alone, the pool outlived a runtime that its first context
+  // started: test/context_teardown_test.cpp.)
+  explicit context_pool(int first_device) { make(first_device); }
+  ~context_pool() {
+    for (auto& c : fast()) c.store(nullptr, std::memory_order_relaxed);
+  }
+  context_pool(const context_pool&) = delete;
+  context_pool& operator=(const context_pool&) = delete;
+
+  static context_pool& instance(int first_device) {
+    static context_pool pool(first_device);
+    return pool;
+  }
+  // The context of `device`, made if it is not yet (under mutex_, or in the constructor).
+  context_type& make(int device) {
+    if (contexts_.size() <= std::size_t(device)) contexts_.resize(std::size_t(device) + 1);
+    auto& slot = contexts_[std::size_t(device)];
     if (!slot) {
       slot = std::make_unique<context_type>(device);
-      if (device < max_devices) self.fast_[std::size_t(device)].store(slot.get(), std::memory_order_release);
+      if (device < max_devices) fast()[std::size_t(device)].store(slot.get(), std::memory_order_release);
     }
     return *slot;
   }
 
- private:
-  // The device kind's runtime is started (device_count) while the pool is made, so that the
-  // pool, finished after it, is destroyed before it at exit: the contexts then release what they
-  // hold (CUDA's cuDNN and cuBLAS handles) while the runtime is still there. Made before the
-  // runtime, the pool outlived it, and the handles were left to the driver.
-  explicit context_pool(int /*devices*/) {}
-  static context_pool& instance() {
-    static context_pool pool(device_traits<P>::device_count());
-    return pool;
+  // The contexts made so far, by device, for the lock-free path: outside the pool, since it is
+  // read before the pool is made. Constant-initialised; cleared when the pool is destroyed.
+  static std::array<std::atomic<context_type*>, max_devices>& fast() noexcept {
+    static constinit std::array<std::atomic<context_type*>, max_devices> contexts{};
+    return contexts;
   }
+
   std::mutex mutex_;
   std::vector<std::unique_ptr<context_type>> contexts_;
-  std::array<std::atomic<context_type*>, max_devices> fast_{};
 };
 
 // Runtime entry points of one place kind.
