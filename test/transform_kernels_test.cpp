@@ -774,6 +774,58 @@ TEST_CASE("every store policy on every instruction-set level gives the naive tra
   }
 }
 
+TEST_CASE(
+    "nChw8c -> NCHW of 4-byte elements stores rows off a line a line at a time on the cores whose walk is "
+    "short blocks, with the naive transform's bytes",
+    "[transforms][stores][threads]") {
+  // The job asks for it on those cores only, from a blocked source into a planar target.
+  namespace d = kernels::detail;
+  const data_layout blocked = data_layout_of<layout::nChw8c>;
+  CHECK(d::make_layout_job(blocked, data_layout::nchw, 1, 64, 196, 4, 4, kernels::nhwc_walk::short_blocks)
+            .line_rows);
+  CHECK_FALSE(d::make_layout_job(blocked, data_layout::nchw, 1, 64, 196, 4, 4, kernels::nhwc_walk::long_runs)
+                  .line_rows);
+  CHECK_FALSE(
+      d::make_layout_job(data_layout::nchw, blocked, 1, 64, 196, 4, 4, kernels::nhwc_walk::short_blocks)
+          .line_rows);
+  CHECK_FALSE(
+      d::make_layout_job(blocked, data_layout::nhwc, 1, 64, 196, 4, 4, kernels::nhwc_walk::short_blocks)
+          .line_rows);
+  // Rows of 196 pixels (784 bytes: each row starts 16 bytes further into a line), of 135 with a
+  // partial last chunk (4 rows of 8 written), of 65 (four steps of 16, then the last 8 pixels
+  // again), of 64 (the fewest a chunk takes them from), of 100, of 256 (rows on lines, written
+  // as they were unless the target is off a line), of 1028 (two threads cut them into pieces of
+  // more than 64 pixels, which start inside a line); targets on a line, 4, 12, 36 and 60 bytes
+  // off one, and 2 off (not 4-byte aligned: the stores as they fall); both walks, every level
+  // and store policy, one thread and two.
+  const std::vector<dims> cases{{1, 64, 14, 14}, {2, 20, 9, 15},  {1, 16, 5, 13}, {1, 8, 8, 8},
+                                {3, 24, 10, 10}, {1, 16, 16, 16}, {1, 12, 4, 257}};
+  for (const dims& s : cases) {
+    const bytes src = random_bytes(std::size_t(storage_of(blocked, s)) * 4, 57);
+    const bytes expected = naive_reorder(src, blocked, data_layout::nchw, s, 4);
+    const std::size_t size = expected.size();
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope isa(level);
+      for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
+        kernels::nhwc_walk_scope walking(walk);
+        for (kernels::store_policy policy : policies) {
+          kernels::store_policy_scope stores(policy);
+          for (int threads : {1, 2})
+            for (std::size_t at : {0, 2, 4, 12, 36, 60}) {
+              INFO(describe(blocked, data_layout::nchw, s, 4)
+                   << " isa " << kernels::name_of(level) << " walk " << kernels::name_of(walk) << " stores "
+                   << kernels::name_of(policy) << " threads " << threads << " at +" << at);
+              placed dst(size, at);
+              kernels::reorder(cp(src), blocked, dst.data(), data_layout::nchw, s, 4, threads);
+              CHECK(difference(dst.content(size), expected) == "");
+              CHECK(dst.untouched_around(size));
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("NCHW -> nChw8c reads its rows ahead beyond the L2 only, and gives the naive transform's bytes",
           "[transforms][stores][threads]") {
   // reads_rows_ahead: through the caches, where a thread moves more than its L2 holds. Then a

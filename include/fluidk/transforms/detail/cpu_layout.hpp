@@ -149,6 +149,10 @@ struct layout_job {
   // and a planar target may stream; 0 elsewhere.
   std::int64_t streamed_block = 0;
   bool read_ahead = false;  // prefetch planar source rows in bursts (reads_rows_ahead)
+  // nChw8c -> planar of 4-byte elements through the caches, on the cores whose walk is short
+  // blocks: rows that do not start on a line are stored a line at a time (cpu_simd.ipp's
+  // scatter8_aligned), since a vector store across two lines costs those cores a second store.
+  bool line_rows = false;
 
   std::int64_t items() const noexcept { return n * p_blocks; }
 
@@ -257,6 +261,7 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
     // a whole nChw16c block (one line of float) per pixel at a time.
     if (j.d.kind == side_kind::blocked) j.group = j.d.block / 8;
     j.p_block = all;
+    j.line_rows = j.d.kind == side_kind::planar && walk == nhwc_walk::short_blocks;
   } else {
     // Gathering from NHWC (to planar or blocked) reads each pixel's channels a chunk at a time: a
     // block of pixels keeps those lines in L1 while all chunks of the block go by (so too

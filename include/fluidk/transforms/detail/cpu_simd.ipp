@@ -982,17 +982,99 @@ FLUIDK_DETAIL_SIMD_INLINE inline void transpose4_lanes(__m512* x) noexcept {
   x[3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, t1, t3));
 }
 
-// nChw8c -> planar of one chunk (the first kv rows written), 16 pixels a step: 512 contiguous
-// bytes in, a line of each row out. Streaming, the rows reach a line boundary together (the job
-// streams a planar target only when its rows are whole lines) after at most 8 pixels. Pixels i
-// and i + 4 share a register (inserting loads), a 4x4 transpose in each lane leaves channels c
-// and c + 4 of four pixels in each lane, and one lane shuffle per row puts its 16 pixels
-// together: 16 unpacks and 8 lane shuffles, against 24 two-register permutes before. On Zen 4,
-// one thread: 0.88-0.91x -> 0.96x memcpy at 196 KiB (in the L2), 68-71 -> 74 GB/s at
-// [1, 2048, 7, 7]; from the L3 and beyond, the same.
+// The 16 pixels of one chunk at `at` (an nChw8c source: 512 contiguous bytes), transposed:
+// row[k] = channel k's 16 pixels. Pixels i and i + 4 share a register (inserting loads), a 4x4
+// transpose in each lane leaves channels c and c + 4 of four pixels in each lane, and one lane
+// shuffle per row puts its 16 pixels together.
+FLUIDK_DETAIL_SIMD_INLINE inline void rows16_of_chunk(const std::byte* at, v16* row) noexcept {
+  __m512 lo[4], hi[4];  // pixels 0-7 and 8-15
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    lo[i] = load_pair8(at + i * 32, at + (i + 4) * 32);
+    hi[i] = load_pair8(at + (i + 8) * 32, at + (i + 12) * 32);
+  }
+  transpose4_lanes(lo);
+  transpose4_lanes(hi);
+  // lo[c]'s lanes: channel c of pixels 0-3, channel c + 4 of pixels 0-3, the same of 4-7.
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    row[c] = _mm512_maskz_shuffle_f32x4(0xFFFF, lo[c], hi[c], _MM_SHUFFLE(2, 0, 2, 0));
+    row[c + 4] = _mm512_maskz_shuffle_f32x4(0xFFFF, lo[c], hi[c], _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Whether 8 rows of d_row bytes from d all start on a cache line.
+inline bool rows_on_lines(const std::byte* d, std::int64_t d_row) noexcept {
+  return reinterpret_cast<std::uintptr_t>(d) % 64 == 0 && d_row % 64 == 0;
+}
+
+// scatter8_lines through the caches into rows that do not start on a line (4-byte aligned):
+// each row's 16 pixels of a step are stored as the line they fall in, made of the previous
+// step's pixels and this one's (one two-register permute a row), so that no store crosses a
+// line; the row's first and last lines are stored under a mask of its own lanes. A store that
+// crosses a line is split in two: on Intel Xeon (family 6, model 207) nChw8c -> NCHW of float
+// [1, 64, 14, 14] (rows of 784 bytes, every 64-byte store across a line) ran at 17-27 GB/s
+// against 47-52 at 28 x 28 (rows on lines), on the AVX2 engine as slowly. `count` >= 16;
+// returns the pixels done (the steps of 16), whose rows are written up to there.
+FLUIDK_DETAIL_SIMD_INLINE inline std::int64_t scatter8_aligned(const std::byte* s, std::byte* const* rows,
+                                                               std::int64_t count, std::int64_t kv) noexcept {
+  // Row k: its first `head[k]` pixels end its first line (0: it starts on one); the line its
+  // step j ends is written at line[k] + 64 j from pixels head[k] .. 15 of step j - 1 and 0 ..
+  // head[k] - 1 of step j (lane l from lane l + head[k] of the pair).
+  std::uintptr_t line[8];
+  __m512i index[8];
+  __mmask16 first[8];
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(rows[k]);
+    const int head = int((64 - at % 64) % 64 / 4);
+    line[k] = at + std::uintptr_t(head) * 4 - 64;
+    index[k] = _mm512_add_epi32(lanes, _mm512_set1_epi32(head));
+    first[k] = static_cast<__mmask16>(0xFFFF0000u >> head);  // lanes 16 - head .. 15
+  }
+  v16 prev[8], row[8];
+  rows16_of_chunk(s, prev);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    if (k < kv)
+      _mm512_mask_storeu_ps(reinterpret_cast<void*>(line[k]), first[k],
+                            _mm512_permutex2var_ps(prev[k], index[k], prev[k]));
+  std::int64_t p = 16;
+  for (; p + 16 <= count; p += 16) {
+    rows16_of_chunk(s + p * 32, row);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      if (k < kv)
+        _mm512_store_ps(reinterpret_cast<void*>(line[k] + std::uintptr_t(p) * 4),
+                        _mm512_permutex2var_ps(prev[k], index[k], row[k]));
+      prev[k] = row[k];
+    }
+  }
+  // The lines the rows' last steps end in, up to pixel p.
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    if (k < kv)
+      _mm512_mask_storeu_ps(reinterpret_cast<void*>(line[k] + std::uintptr_t(p) * 4),
+                            static_cast<__mmask16>(~first[k]),
+                            _mm512_permutex2var_ps(prev[k], index[k], prev[k]));
+  return p;
+}
+
+// nChw8c -> planar of one chunk (the first kv rows written), 16 pixels a step (rows16_of_chunk):
+// 512 contiguous bytes in, 64 bytes of each row out. Streaming, the rows reach a line boundary
+// together (the job streams a planar target only when its rows are whole lines) after at most 8
+// pixels. 16 unpacks and 8 lane shuffles a step, against 24 two-register permutes before. On
+// Zen 4, one thread: 0.88-0.91x -> 0.96x memcpy at 196 KiB (in the L2), 68-71 -> 74 GB/s at
+// [1, 2048, 7, 7]; from the L3 and beyond, the same. The rows are stored in order once all eight
+// are made (they had been stored as the shuffles made them: c, c + 4): on the Intel Xeon of
+// scatter8_aligned, one thread, GB/s read + written, [1, 64, 28, 28] 46 -> 53, [1, 64, 56, 56]
+// 32.5 -> 43.5; on Zen 4 the same as before. With `line_rows` (layout_job), rows that do not
+// start on a line are written a line at a time (scatter8_aligned) from 64 pixels on.
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_INLINE inline void scatter8_lines(const std::byte* s, std::byte* d, std::int64_t d_row,
-                                                     std::int64_t count, std::int64_t kv, bool nt) noexcept {
+                                                     std::int64_t count, std::int64_t kv, bool nt,
+                                                     bool line_rows) noexcept {
   std::byte* rows[8];
   for (int k = 0; k < 8; ++k) rows[k] = d + k * d_row;
   const std::byte* pixels[8];
@@ -1002,25 +1084,16 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter8_lines(const std::byte* s, std::by
     scatter_step<R, W>(pixels, s, 32, rows, 0, kv, false);
     p = 8;
   }
-  for (; p + 16 <= count; p += 16) {
-    const std::byte* at = s + p * 32;
-    __m512 lo[4], hi[4];  // pixels 0-7 and 8-15 of the step
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = load_pair8(at + i * 32, at + (i + 4) * 32);
-      hi[i] = load_pair8(at + (i + 8) * 32, at + (i + 12) * 32);
-    }
-    transpose4_lanes(lo);
-    transpose4_lanes(hi);
-    // lo[c]'s lanes: channel c of pixels 0-3, channel c + 4 of pixels 0-3, the same of 4-7.
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      if (c < kv)
-        put16<wr_f32>(rows[c] + p * 4,
-                      _mm512_maskz_shuffle_f32x4(0xFFFF, lo[c], hi[c], _MM_SHUFFLE(2, 0, 2, 0)), nt);
-      if (c + 4 < kv)
-        put16<wr_f32>(rows[c + 4] + p * 4,
-                      _mm512_maskz_shuffle_f32x4(0xFFFF, lo[c], hi[c], _MM_SHUFFLE(3, 1, 3, 1)), nt);
+  if (line_rows && !nt && count >= 64 && !rows_on_lines(d, d_row) &&
+      reinterpret_cast<std::uintptr_t>(d) % 4 == 0) {
+    p = scatter8_aligned(s, rows, count, kv);
+  } else {
+    for (; p + 16 <= count; p += 16) {
+      v16 row[8];
+      rows16_of_chunk(s + p * 32, row);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k)
+        if (k < kv) put16<wr_f32>(rows[k] + p * 4, row[k], nt);
     }
   }
   for (; p < count; p += 8) scatter_step<R, W>(pixels, s, 32, rows, p, kv, false);
@@ -1751,7 +1824,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline bool move_chunk(const layout_job& j, const std:
 #if FLUIDK_DETAIL_SIMD_LEVEL >= 3
   if constexpr (std::is_same_v<R, rd_b32> && std::is_same_v<W, wr_b32>) {
     if (!j.prefetch && s_ps == 32) {
-      scatter8_lines<R, W>(sq, dq, d_cs, count, kv, nt);
+      scatter8_lines<R, W>(sq, dq, d_cs, count, kv, nt, j.line_rows);
       return true;
     }
   }
