@@ -713,27 +713,40 @@ struct placed {
 const std::vector<kernels::store_policy> policies{
     kernels::store_policy::cached, kernels::store_policy::prefetched, kernels::store_policy::streaming};
 
-// Runs write(target, threads) on every instruction-set level and store policy, on one thread and
-// two, into a target on a line and one 32 bytes off it: each time the target must hold
-// `expected`, and no byte around it may change.
+// Runs write(target, threads) on every instruction-set level and store policy, under each of
+// `walks`, on each of `threads`, into a target each of `offsets` bytes off a 64-byte boundary:
+// each time the target must hold `expected`, and no byte around it may change.
 template <class Write>
-void check_on_every_path(const bytes& expected, Write&& write) {
+void check_paths(const bytes& expected, const std::vector<kernels::nhwc_walk>& walks,
+                 const std::vector<int>& threads, const std::vector<std::size_t>& offsets, Write&& write) {
   const std::size_t size = expected.size();
   for (kernels::isa level : supported_isas()) {
     kernels::isa_scope isa(level);
-    for (kernels::store_policy policy : policies) {
-      kernels::store_policy_scope stores(policy);
-      for (int threads : {1, 2})
-        for (std::size_t at : {0, 32}) {
-          INFO("isa " << kernels::name_of(level) << " stores " << kernels::name_of(policy) << " threads "
-                      << threads << " at +" << at);
-          placed dst(size, at);
-          write(dst.data(), threads);
-          CHECK(difference(dst.content(size), expected) == "");
-          CHECK(dst.untouched_around(size));
-        }
+    for (kernels::nhwc_walk walk : walks) {
+      kernels::nhwc_walk_scope walking(walk);
+      for (kernels::store_policy policy : policies) {
+        kernels::store_policy_scope stores(policy);
+        for (int t : threads)
+          for (std::size_t at : offsets) {
+            INFO("isa " << kernels::name_of(level) << " walk " << kernels::name_of(walk) << " stores "
+                        << kernels::name_of(policy) << " threads " << t << " at +" << at);
+            placed dst(size, at);
+            write(dst.data(), t);
+            CHECK(difference(dst.content(size), expected) == "");
+            CHECK(dst.untouched_around(size));
+          }
+      }
     }
   }
+}
+
+const std::vector<kernels::nhwc_walk> both_walks{kernels::nhwc_walk::long_runs,
+                                                 kernels::nhwc_walk::short_blocks};
+
+// check_paths on the walk in force, one thread and two, a target on a line and 32 bytes off it.
+template <class Write>
+void check_on_every_path(const bytes& expected, Write&& write) {
+  check_paths(expected, {kernels::active_nhwc_walk()}, {1, 2}, {0, 32}, std::forward<Write>(write));
 }
 
 // The job of NCHW -> NHWC of two images of 196 pixels and c channels, elements of se -> de bytes.
@@ -802,27 +815,11 @@ TEST_CASE(
                                 {3, 24, 10, 10}, {1, 16, 16, 16}, {1, 12, 4, 257}};
   for (const dims& s : cases) {
     const bytes src = random_bytes(std::size_t(storage_of(blocked, s)) * 4, 57);
-    const bytes expected = naive_reorder(src, blocked, data_layout::nchw, s, 4);
-    const std::size_t size = expected.size();
-    for (kernels::isa level : supported_isas()) {
-      kernels::isa_scope isa(level);
-      for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
-        kernels::nhwc_walk_scope walking(walk);
-        for (kernels::store_policy policy : policies) {
-          kernels::store_policy_scope stores(policy);
-          for (int threads : {1, 2})
-            for (std::size_t at : {0, 2, 4, 12, 36, 60}) {
-              INFO(describe(blocked, data_layout::nchw, s, 4)
-                   << " isa " << kernels::name_of(level) << " walk " << kernels::name_of(walk) << " stores "
-                   << kernels::name_of(policy) << " threads " << threads << " at +" << at);
-              placed dst(size, at);
-              kernels::reorder(cp(src), blocked, dst.data(), data_layout::nchw, s, 4, threads);
-              CHECK(difference(dst.content(size), expected) == "");
-              CHECK(dst.untouched_around(size));
-            }
-        }
-      }
-    }
+    INFO(describe(blocked, data_layout::nchw, s, 4));
+    check_paths(naive_reorder(src, blocked, data_layout::nchw, s, 4), both_walks, {1, 2},
+                {0, 2, 4, 12, 36, 60}, [&](std::byte* dst, int threads) {
+                  kernels::reorder(cp(src), blocked, dst, data_layout::nchw, s, 4, threads);
+                });
   }
 }
 
@@ -1271,26 +1268,11 @@ TEST_CASE(
     for (data_layout to : layouts4d)
       for (std::size_t elem : {1, 2, 4, 8}) {
         const bytes src = random_bytes(std::size_t(storage_of(data_layout::nhwc, s)) * elem, 41);
-        const bytes expected = naive_reorder(src, data_layout::nhwc, to, s, elem);
-        const std::size_t size = std::size_t(storage_of(to, s)) * elem;
-        for (kernels::isa level : supported_isas()) {
-          kernels::isa_scope isa(level);
-          for (kernels::nhwc_walk walk : {kernels::nhwc_walk::long_runs, kernels::nhwc_walk::short_blocks}) {
-            kernels::nhwc_walk_scope walking(walk);
-            for (kernels::store_policy policy : policies) {
-              kernels::store_policy_scope stores(policy);
-              for (std::size_t at : {0, 32}) {
-                INFO(describe(data_layout::nhwc, to, s, elem)
-                     << " isa " << kernels::name_of(level) << " walk " << kernels::name_of(walk) << " stores "
-                     << kernels::name_of(policy) << " at +" << at);
-                placed dst(size, at);
-                kernels::reorder(cp(src), data_layout::nhwc, dst.data(), to, s, elem, 1);
-                CHECK(difference(dst.content(size), expected) == "");
-                CHECK(dst.untouched_around(size));
-              }
-            }
-          }
-        }
+        INFO(describe(data_layout::nhwc, to, s, elem));
+        check_paths(naive_reorder(src, data_layout::nhwc, to, s, elem), both_walks, {1}, {0, 32},
+                    [&](std::byte* dst, int threads) {
+                      kernels::reorder(cp(src), data_layout::nhwc, dst, to, s, elem, threads);
+                    });
       }
   // Two threads sharing streamed pieces (1.5 MiB moved: more than one thread is given).
   const dims shared{2, 32, 48, 64};

@@ -1005,7 +1005,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void rows16_of_chunk(const std::byte* at, v16* 
 
 // Whether 8 rows of d_row bytes from d all start on a cache line.
 inline bool rows_on_lines(const std::byte* d, std::int64_t d_row) noexcept {
-  return reinterpret_cast<std::uintptr_t>(d) % 64 == 0 && d_row % 64 == 0;
+  return on_line(d) && d_row % 64 == 0;
 }
 
 // scatter8_lines through the caches into rows that do not start on a line (4-byte aligned):
