@@ -669,14 +669,27 @@ FLUIDK_DETAIL_SIMD_INLINE inline void permute(V* z, const permute_rounds<Regs, I
 // How far ahead of the stores the target is prefetched: about 8 KB of a target stream.
 inline constexpr std::int64_t target_ahead_bytes = 8192;
 
-// Planar -> channels together for G adjacent full chunks (8G channel rows, row stride s_row),
-// 8 pixels at a time, up to `count` pixels (a multiple of 8). The chunks of a pixel are adjacent
-// in the target (NHWC, or the two halves of an nChw16c block): with the pixels outermost, each
-// step writes all G chunks of its 8 pixels, so a G that fills a line writes whole lines and
-// never returns to them. G is a constant so that the rows stay in registers and the
-// chunk loop unrolls (read from an array indexed at run time, the same loop was 15-25% slower on
-// Zen 4). The chunks go by pairs, each pixel's two written back to back (streaming, a line is
-// thus whole before the next is begun, as write-combining needs).
+// One step of gather_chunks: the 8 pixels at `offset` of one chunk's rows (rows[0..7]), or of two
+// chunks' (rows[0..15], gather_pair_step), transposed and written at dp + i * d_px, each pixel's
+// two chunks back to back.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void gather_step(const std::byte* const* rows, std::int64_t offset,
+                                                  std::byte* dp, std::int64_t d_px, bool nt) noexcept {
+  v8 a[8];
+  load_rows_transposed<R>(rows, offset, a);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) put<W>(dp + i * d_px, a[i], nt);
+}
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void gather_pair_step(const std::byte* const* rows, std::int64_t offset,
+                                                       std::byte* dp, std::int64_t d_px, bool nt) noexcept {
+  v8 a[8], b[8];
+  load_rows_transposed<R>(rows, offset, a);
+  load_rows_transposed<R>(rows + 8, offset, b);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) put2<W>(dp + i * d_px, a[i], b[i], nt);
+}
+
 // gather_chunks of two chunks (G == 2: NCHW -> NHWC of float on the AVX2 engine) without the
 // prefetching policy: a function of its own, so that its 16 rows, 8 pixels and 16 registers of
 // data are allocated apart from run_layout's (inlined there, it reloaded row pointers from the
@@ -690,20 +703,21 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void gather2_steps(const std
                                                                        std::int64_t count, bool nt) noexcept {
   for (std::int64_t p = 0; p < count; p += 8) {
     const std::byte* sp = s + p * R::size;
-    std::byte* dp = d + p * d_px;
-    const std::byte* at[8];
-    v8 a[8], b[8];
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) at[r] = sp + r * s_row;
-    load_rows_transposed<R>(at, 0, a);
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) at[r] = sp + (r + 8) * s_row;
-    load_rows_transposed<R>(at, 0, b);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) put2<W>(dp + i * d_px, a[i], b[i], nt);
+    const std::byte* at[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; ++r) at[r] = sp + r * s_row;
+    gather_pair_step<R, W>(at, 0, d + p * d_px, d_px, nt);
   }
 }
 
+// Planar -> channels together for G adjacent full chunks (8G channel rows, row stride s_row),
+// 8 pixels at a time, up to `count` pixels (a multiple of 8). The chunks of a pixel are adjacent
+// in the target (NHWC, or the two halves of an nChw16c block): with the pixels outermost, each
+// step writes all G chunks of its 8 pixels, so a G that fills a line writes whole lines and
+// never returns to them. G is a constant so that the rows stay in registers and the
+// chunk loop unrolls (read from an array indexed at run time, the same loop was 15-25% slower on
+// Zen 4). The chunks go by pairs, each pixel's two written back to back (streaming, a line is
+// thus whole before the next is begun, as write-combining needs).
 template <class R, class W, int G>
 FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int64_t s_row, std::byte* d,
                                                     std::int64_t d_px, std::int64_t count, bool pf,
@@ -726,13 +740,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
       // (with the pixels d_px apart, GCC spilled some of the pointers every step). On AMD Zen 3
       // (AVX2), NCHW -> nChw8c of float, one thread, GB/s read + written: [1, 64, 28, 28] 52.0
       // -> 68.6, [1, 64, 112, 112] 42.5 -> 44.2, [1, 2048, 7, 7] 28.0 -> 34.2 (memcpy 46-78).
-      for (std::int64_t p = 0; p < count; p += 8) {
-        std::byte* dp = d + p * (8 * W::size);
-        v8 a[8];
-        load_rows_transposed<R>(rows, p * R::size, a);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) put<W>(dp + i * (8 * W::size), a[i], nt);
-      }
+      for (std::int64_t p = 0; p < count; p += 8)
+        gather_step<R, W>(rows, p * R::size, d + p * (8 * W::size), 8 * W::size, nt);
       return;
     }
   }
@@ -759,18 +768,10 @@ FLUIDK_DETAIL_SIMD_INLINE inline void gather_chunks(const std::byte* s, std::int
       // had left L1 before its second half came. On Zen 4, AVX2, [1, 2048, 7, 7]: 17.6 -> 35.5
       // GB/s; [1, 2040, 7, 7] 64 -> 68 GB/s; 64 channels from 12 KiB to 13 MiB the same within 2%.
 #pragma GCC unroll 2
-      for (int g = 0; g < G; g += 2) {
-        v8 a[8], b[8];
-        load_rows_transposed<R>(rows + 8 * g, p * R::size, a);
-        load_rows_transposed<R>(rows + 8 * (g + 1), p * R::size, b);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) put2<W>(dp + i * d_px + 8 * g * W::size, a[i], b[i], nt);
-      }
+      for (int g = 0; g < G; g += 2)
+        gather_pair_step<R, W>(rows + 8 * g, p * R::size, dp + 8 * g * W::size, d_px, nt);
     } else {
-      v8 a[8];
-      load_rows_transposed<R>(rows, p * R::size, a);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) put<W>(dp + i * d_px, a[i], nt);
+      gather_step<R, W>(rows, p * R::size, dp, d_px, nt);
     }
   }
 }
@@ -990,16 +991,11 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
       // step: on AMD Zen 3 (AVX2), nChw8c -> NCHW of float, one thread, GB/s read + written, [1,
       // 64, 28, 28] 42.6 -> 52.9, [1, 64, 112, 112] 41.7 -> 47.6, [1, 2048, 7, 7] 30.7 -> 34.6
       // (memcpy 47-72). (2-byte targets take scatter16_block below, its pixels as they are.)
-      for (; p < count; p += 8) {
-        const std::byte* at = s + p * s_px;
-        const std::byte* step_pixels[8];
+      constexpr std::int64_t px = 8 * R::size;
+      const std::byte* near[8];
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) step_pixels[i] = at + i * 8 * R::size;
-        v8 a[8];
-        load_rows_transposed<R>(step_pixels, 0, a);
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) W::store(rows[k] + p * W::size, a[k]);
-      }
+      for (int i = 0; i < 8; ++i) near[i] = s + i * px;
+      for (; p < count; p += 8) scatter_step<R, W>(near, s, px, rows, p, 8, false);
     }
   }
   if constexpr (W::size == 2) {
