@@ -183,6 +183,19 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
   }
 }
 
+TEST_CASE("the kernels this test links spread large transforms over two threads", "[transforms][threads]") {
+  // The tests below compare one thread with two; they only do so where the kernels' own file
+  // (examples/ops/cpu_kernels.cpp, compiled once) is built with OpenMP, as Meson builds it here
+  // when this test has OpenMP.
+#ifdef _OPENMP
+  CHECK(kernels::transform_threads(std::size_t{8} << 20, 2) == 2);
+#else
+  CHECK(kernels::transform_threads(std::size_t{8} << 20, 2) == 1);
+#endif
+  CHECK(kernels::transform_threads(std::size_t{256} << 10, 2) == 1);  // below 512 KB: one
+  CHECK(kernels::transform_threads(std::size_t{8} << 20, 1) == 1);
+}
+
 TEST_CASE("large layout transforms give the same bytes on one thread and on several",
           "[transforms][threads]") {
   // Above the size where a transform goes parallel, odd extents; the second has 9 chunks (NCHW ->

@@ -19,24 +19,26 @@
 #include "fluidk/transforms/detail/cpu_layout.hpp"
 #include "fluidk/transforms/detail/cpu_memory.hpp"
 
-// Where the vector kernels are compiled. Header-only by default: every translation unit that
-// runs a CPU transform compiles them (several seconds, several times that under sanitizers). A
-// program with many such files can compile them once: FLUIDK_SEPARATE_CPU_KERNELS defined for
-// every file of the program, and one file that defines FLUIDK_CPU_KERNELS_DEFINE before it
-// includes this header (docs/transforms.md, "Compiling the kernels once"). The other files then
-// see only the three functions below that choose a kernel, and call them.
+// Where the kernels are compiled. Header-only by default: every translation unit that runs a CPU
+// transform compiles them (several seconds, several times that under sanitizers). A program with
+// many such files can compile them once: FLUIDK_SEPARATE_CPU_KERNELS defined for every file of
+// the program, and one file that defines FLUIDK_CPU_KERNELS_DEFINE before it includes this
+// header (docs/transforms.md, "Compiling the kernels once"). The other files then see only the
+// declarations of reorder, cast and reorder_cast (and of the three functions below that choose a
+// vector kernel), and call the ones compiled there: the vector engines, the portable path, the
+// plans and the threads (OpenMP's when that file is built with it) are all in that file.
 #if defined(FLUIDK_SEPARATE_CPU_KERNELS) && !defined(FLUIDK_CPU_KERNELS_DEFINE)
-#define FLUIDK_DETAIL_VECTOR_KERNELS_HERE 0
+#define FLUIDK_DETAIL_KERNELS_HERE 0
 #else
-#define FLUIDK_DETAIL_VECTOR_KERNELS_HERE 1
+#define FLUIDK_DETAIL_KERNELS_HERE 1
 #endif
 #if defined(FLUIDK_SEPARATE_CPU_KERNELS)
-#define FLUIDK_DETAIL_KERNEL_CHOICE
+#define FLUIDK_DETAIL_KERNELS_LINKAGE
 #else
-#define FLUIDK_DETAIL_KERNEL_CHOICE inline
+#define FLUIDK_DETAIL_KERNELS_LINKAGE inline
 #endif
 
-#if FLUIDK_DETAIL_X86_KERNELS && FLUIDK_DETAIL_VECTOR_KERNELS_HERE
+#if FLUIDK_DETAIL_X86_KERNELS && FLUIDK_DETAIL_KERNELS_HERE
 #include <immintrin.h>
 
 // The engines are compiled once per level with the level's target attribute: no -mavx2 (or
@@ -60,6 +62,20 @@
 
 namespace fluidk::transforms::cpu_kernels {
 
+// The entry points, described where they are defined (below).
+FLUIDK_DETAIL_KERNELS_LINKAGE void reorder(const std::byte* src, data_layout from, std::byte* dst,
+                                           data_layout to, const dims& shape, std::size_t elem_size,
+                                           int threads = 0);
+FLUIDK_DETAIL_KERNELS_LINKAGE void cast(const std::byte* src, data_type from, std::byte* dst, data_type to,
+                                        std::size_t n, int threads = 0);
+FLUIDK_DETAIL_KERNELS_LINKAGE void reorder_cast(const std::byte* src, data_layout from, data_type from_type,
+                                                std::byte* dst, data_layout to, data_type to_type,
+                                                const dims& shape, int threads = 0);
+// The threads a transform moving `bytes` (read + written) spreads over when it may use
+// `threads` (0: OpenMP's default): 1 below 512 KB, and always 1 where the kernels are compiled
+// without OpenMP.
+FLUIDK_DETAIL_KERNELS_LINKAGE int transform_threads(std::size_t bytes, int threads = 0) noexcept;
+
 namespace detail {
 
 using layout_kernel = void (*)(const layout_job&, const std::byte*, std::byte*, std::int64_t,
@@ -69,13 +85,13 @@ using range_kernel = void (*)(const std::byte*, std::byte*, std::int64_t, std::i
 // The vector kernel of the active level for a bit-copy layout transform, or nullptr; for a
 // layout transform with a float <-> half conversion, or nullptr; for a cast whose threads each
 // read `read_per_thread` bytes, or nullptr.
-FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept;
-FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept;
-FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to,
-                                                     std::size_t read_per_thread) noexcept;
+FLUIDK_DETAIL_KERNELS_LINKAGE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept;
+FLUIDK_DETAIL_KERNELS_LINKAGE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept;
+FLUIDK_DETAIL_KERNELS_LINKAGE range_kernel vector_cast(data_type from, data_type to,
+                                                       std::size_t read_per_thread) noexcept;
 
-#if FLUIDK_DETAIL_VECTOR_KERNELS_HERE
-FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
+#if FLUIDK_DETAIL_KERNELS_HERE
+FLUIDK_DETAIL_KERNELS_LINKAGE layout_kernel vector_layout_copy(std::size_t elem_size) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -92,7 +108,7 @@ FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_copy(std::size_t elem_si
   return nullptr;
 }
 
-FLUIDK_DETAIL_KERNEL_CHOICE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept {
+FLUIDK_DETAIL_KERNELS_LINKAGE layout_kernel vector_layout_convert(data_type from, data_type to) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -127,8 +143,8 @@ inline bool cast_prefers_avx2(data_type from, data_type to, std::size_t read_per
          read_per_thread + read_per_thread / 2 > detected_caches().l1d;
 }
 
-FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type to,
-                                                     std::size_t read_per_thread) noexcept {
+FLUIDK_DETAIL_KERNELS_LINKAGE range_kernel vector_cast(data_type from, data_type to,
+                                                       std::size_t read_per_thread) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
@@ -151,7 +167,7 @@ FLUIDK_DETAIL_KERNEL_CHOICE range_kernel vector_cast(data_type from, data_type t
 #endif
   return nullptr;
 }
-#endif  // FLUIDK_DETAIL_VECTOR_KERNELS_HERE
+#endif  // FLUIDK_DETAIL_KERNELS_HERE
 
 [[noreturn]] inline void no_layout_transform(data_layout from, data_layout to, const dims& shape,
                                              const std::string& why = {}) {
@@ -253,6 +269,11 @@ void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byt
 
 }  // namespace detail
 
+#if FLUIDK_DETAIL_KERNELS_HERE
+FLUIDK_DETAIL_KERNELS_LINKAGE int transform_threads(std::size_t bytes, int threads) noexcept {
+  return detail::threads_for(std::int64_t(bytes), threads);
+}
+
 // Copies a host tensor of logical dims `shape` ([N, C, H, W] for the 4-D layouts) from layout
 // `from` to layout `to`, bit for bit, for elements of `elem_size` = 1, 2, 4 or 8 bytes. Blocked
 // layouts pad C to a multiple of the block: padding lanes are written as zeros going in and
@@ -263,8 +284,9 @@ void run_layout(const std::byte* src, data_layout from, std::size_t se, std::byt
 // not overlap; src is only read.
 // Throws fluidk::not_registered, before touching dst, for a pair it cannot transform or a shape
 // of the wrong rank, naming both layouts and the shape.
-inline void reorder(const std::byte* src, data_layout from, std::byte* dst, data_layout to, const dims& shape,
-                    std::size_t elem_size, int threads = 0) {
+FLUIDK_DETAIL_KERNELS_LINKAGE void reorder(const std::byte* src, data_layout from, std::byte* dst,
+                                           data_layout to, const dims& shape, std::size_t elem_size,
+                                           int threads) {
   detail::check_elem_size(elem_size);
   if (from == to) {
     const std::int64_t n = detail::storage_elements(from, shape, from, to);
@@ -284,8 +306,8 @@ inline void reorder(const std::byte* src, data_layout from, std::byte* dst, data
 // for floating -> integer truncation that saturates at the target's range with NaN -> 0 (where
 // C++ would be undefined: fluidk's defined choice). Every instruction-set level gives the same
 // bytes.
-inline void cast(const std::byte* src, data_type from, std::byte* dst, data_type to, std::size_t n,
-                 int threads = 0) {
+FLUIDK_DETAIL_KERNELS_LINKAGE void cast(const std::byte* src, data_type from, std::byte* dst, data_type to,
+                                        std::size_t n, int threads) {
   if (n == 0) return;
   if (from == to) {
     detail::copy_bytes(src, dst, n * size_of(from), threads);
@@ -312,8 +334,9 @@ inline void cast(const std::byte* src, data_type from, std::byte* dst, data_type
 // reorder and cast in one pass over the data, with no intermediate buffer: each element is
 // read once in `from` layout and `from_type` and written once in `to` layout and `to_type`.
 // Same semantics as reorder followed by cast (byte for byte); either step may be the identity.
-inline void reorder_cast(const std::byte* src, data_layout from, data_type from_type, std::byte* dst,
-                         data_layout to, data_type to_type, const dims& shape, int threads = 0) {
+FLUIDK_DETAIL_KERNELS_LINKAGE void reorder_cast(const std::byte* src, data_layout from, data_type from_type,
+                                                std::byte* dst, data_layout to, data_type to_type,
+                                                const dims& shape, int threads) {
   if (from_type == to_type) {
     reorder(src, from, dst, to, shape, size_of(from_type), threads);
     return;
@@ -330,5 +353,6 @@ inline void reorder_cast(const std::byte* src, data_layout from, data_type from_
                        cast(s, from_type, d, to_type, std::size_t(count), threads);
                      });
 }
+#endif  // FLUIDK_DETAIL_KERNELS_HERE
 
 }  // namespace fluidk::transforms::cpu_kernels
