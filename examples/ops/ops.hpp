@@ -20,20 +20,9 @@
 
 namespace fluidk::ops {
 
-// Registers every operator of the library; calling it again changes nothing.
-inline void register_all() {
-  fluidk::register_operator<conv2d>();
-  fluidk::register_operator<mul>();
-  fluidk::register_operator<fc>();
-  fluidk::register_operator<relu>();
-  fluidk::register_operator<elementwise_add>();
-  fluidk::register_operator<softmax_with_cross_entropy>();
-  fluidk::register_operator<lookup_table>();
-  fluidk::register_operator<lookup_table_grad>();
-  fluidk::register_operator<sum>();
-  fluidk::register_operator<crf_decoding>();
-  fluidk::register_operator<fill_constant>();
-  fluidk::register_operator<uniform_random>();
-}
+// Registers every operator of the library; calling it again changes nothing. Defined in ops.cpp,
+// which fluidk_ops_dep compiles once: registering an operator compiles every kernel it has (its
+// runtime table calls each), and the files that only call register_all() need none of that.
+void register_all();
 
 }  // namespace fluidk::ops

@@ -1,0 +1,22 @@
+// The runtime tables of the example operators, compiled once for the programs and tests that link
+// fluidk_ops_dep (meson.build): each register_operator<Op>() compiles every kernel of Op.
+#include "ops/ops.hpp"
+
+namespace fluidk::ops {
+
+void register_all() {
+  fluidk::register_operator<conv2d>();
+  fluidk::register_operator<mul>();
+  fluidk::register_operator<fc>();
+  fluidk::register_operator<relu>();
+  fluidk::register_operator<elementwise_add>();
+  fluidk::register_operator<softmax_with_cross_entropy>();
+  fluidk::register_operator<lookup_table>();
+  fluidk::register_operator<lookup_table_grad>();
+  fluidk::register_operator<sum>();
+  fluidk::register_operator<crf_decoding>();
+  fluidk::register_operator<fill_constant>();
+  fluidk::register_operator<uniform_random>();
+}
+
+}  // namespace fluidk::ops
