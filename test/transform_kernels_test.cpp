@@ -185,8 +185,8 @@ TEST_CASE("NCHW -> blocked -> NCHW round trips are bit-exact for every element s
 
 TEST_CASE("the kernels this test links spread large transforms over two threads", "[transforms][threads]") {
   // The tests below compare one thread with two; they only do so where the kernels' own file
-  // (examples/ops/cpu_kernels.cpp, compiled once) is built with OpenMP, as Meson builds it here
-  // when this test has OpenMP.
+  // (examples/ops/cpu_kernels.cpp, compiled once) is built with OpenMP. Meson gives this test
+  // OpenMP exactly when it gives that file OpenMP (test/meson.build).
 #ifdef _OPENMP
   CHECK(kernels::transform_threads(std::size_t{8} << 20, 2) == 2);
 #else
