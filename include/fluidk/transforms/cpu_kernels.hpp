@@ -23,10 +23,10 @@
 // transform compiles them (several seconds, several times that under sanitizers). A program with
 // many such files can compile them once: FLUIDK_SEPARATE_CPU_KERNELS defined for every file of
 // the program, and one file that defines FLUIDK_CPU_KERNELS_DEFINE before it includes this
-// header (docs/transforms.md, "Compiling the kernels once"). The other files then see only the
-// declarations of reorder, cast and reorder_cast (and of the three functions below that choose a
-// vector kernel), and call the ones compiled there: the vector engines, the portable path, the
-// plans and the threads (OpenMP's when that file is built with it) are all in that file.
+// header (docs/transforms.md, "Compiling the kernels once"). The other files then compile none
+// of the kernels: they call reorder, cast, reorder_cast and transform_threads (declared below) as
+// compiled there, where the vector engines, the portable path, the plans and the threads
+// (OpenMP's when that file is built with it) all are.
 #if defined(FLUIDK_SEPARATE_CPU_KERNELS) && !defined(FLUIDK_CPU_KERNELS_DEFINE)
 #define FLUIDK_DETAIL_KERNELS_HERE 0
 #else
