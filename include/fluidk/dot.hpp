@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/program/desc.hpp"
 #include "fluidk/trace.hpp"
@@ -68,7 +69,10 @@ inline std::string dot_key(const kernel_key& key) {
 // Executor::trace_into collects over one run), operators show the kernel they ran and the
 // inputs that moved; without, the block alone. Edges that carry a moved input have class
 // "transfer" (and "transfer cached" when nothing was copied), which SVG output keeps.
-inline std::string to_dot(const BlockDesc& block, std::span<const op_trace> traces = {}) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_dot(const BlockDesc& block,
+                                                 std::span<const op_trace> traces = {});
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_dot(const BlockDesc& block, std::span<const op_trace> traces) {
   const auto& ops = block.ops();
   if (!traces.empty() && traces.size() != ops.size())
     throw error("to_dot: " + std::to_string(traces.size()) + " traces for a block of " +
@@ -165,10 +169,16 @@ inline std::string to_dot(const BlockDesc& block, std::span<const op_trace> trac
   }
   return out + "}\n";
 }
+#endif
 
 // The program's main block (block 0).
-inline std::string to_dot(const ProgramDesc& program, std::span<const op_trace> traces = {}) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_dot(const ProgramDesc& program,
+                                                 std::span<const op_trace> traces = {});
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_dot(const ProgramDesc& program,
+                                                 std::span<const op_trace> traces) {
   return to_dot(program.block(0), traces);
 }
+#endif
 
 }  // namespace fluidk

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/program/desc.hpp"
 #include "fluidk/runtime_call.hpp"
 #include "fluidk/scope.hpp"
@@ -253,86 +254,15 @@ class Executor {
     std::vector<cold> cold_;
   };
 
-  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const {
-    prepared p;
-    p.scope_ = &scope;
-    for (const op_invocation& call : ops) {
-      prepared::op o;
-      o.info = &find_operator(call.type);
-      // Appends the variables of the declared slots in order, and the slots' offsets.
-      auto bind = [&](const auto& given, std::span<const std::string_view> declared, const char* what,
-                      std::vector<Variable*>& vars) {
-        for (const auto& [slot, names] : given) {
-          bool known = false;
-          for (std::string_view d : declared) known = known || d == slot;
-          if (!known) throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
-        }
-        const std::size_t first = vars.size();
-        p.offsets_.push_back(0);
-        for (std::string_view d : declared) {
-          for (const auto& [slot, names] : given)
-            if (slot == d)
-              for (const std::string& name : names) {
-                Variable* v = scope.find_var(name);
-                vars.push_back(v != nullptr ? v : &scope.var(name));
-              }
-          p.offsets_.push_back(std::uint32_t(vars.size() - first));
-        }
-      };
-      o.first_offset = std::uint32_t(p.offsets_.size());
-      o.first_input = std::uint32_t(p.input_variables_.size());
-      bind(call.inputs, o.info->inputs(), "input", p.input_variables_);
-      o.input_count = std::uint32_t(p.input_variables_.size() - o.first_input);
-      o.input_slots = std::uint16_t(o.info->inputs().size());
-      o.first_output = std::uint32_t(p.output_variables_.size());
-      bind(call.outputs, o.info->outputs(), "output", p.output_variables_);
-      o.output_count = std::uint32_t(p.output_variables_.size() - o.first_output);
-      o.output_slots = std::uint16_t(o.info->outputs().size());
-      for (std::uint16_t slot = 0; slot < o.input_slots; ++slot) {
-        const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
-        for (std::uint32_t i = offsets[slot]; i < offsets[slot + 1]; ++i)
-          p.inputs_.push_back({.variable = p.input_variables_[o.first_input + i], .slot = slot});
-      }
-      prepared::cold c;
-      c.attrs = call.attrs;
-      c.request = request_of(*o.info, place_, c.attrs);
-      c.targets.resize(o.input_count);
-      c.first_arg = std::uint32_t(p.args_.size());
-      for (std::uint32_t i = 0; i < o.input_count; ++i)
-        p.args_.emplace_back(p.input_variables_[o.first_input + i]);
-      for (std::uint32_t i = 0; i < o.output_count; ++i)
-        p.args_.emplace_back(p.output_variables_[o.first_output + i]);
-      p.ops_.push_back(o);
-      p.cold_.push_back(std::move(c));
-    }
-    // A context for each operator over its arguments, made again by each choice.
-    p.contexts_.reserve(p.ops_.size());
-    for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
-    return p;
-  }
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const;
 
-  void run(prepared& p) {
-    const std::size_t count = p.ops_.size();
-    for (std::size_t i = 0; i < count; ++i) run_op(p, i);
-  }
+  void run(prepared& p);
 
   // Prepares and runs once.
-  void run(std::span<const op_invocation> ops, Scope& scope) {
-    prepared p = prepare(ops, scope);
-    run(p);
-  }
+  void run(std::span<const op_invocation> ops, Scope& scope);
 
   // The operators of a block, as the executor takes them.
-  static std::vector<op_invocation> invocations(const BlockDesc& block) {
-    std::vector<op_invocation> ops;
-    ops.reserve(block.ops().size());
-    for (const OpDesc& op : block.ops())
-      ops.push_back({op.type(),
-                     {op.inputs().begin(), op.inputs().end()},
-                     {op.outputs().begin(), op.outputs().end()},
-                     op.attrs()});
-    return ops;
-  }
+  static std::vector<op_invocation> invocations(const BlockDesc& block);
   prepared prepare(const BlockDesc& block, Scope& scope) const { return prepare(invocations(block), scope); }
   void run(const BlockDesc& block, Scope& scope) { run(invocations(block), scope); }
 
@@ -559,5 +489,87 @@ class Executor {
   executor_stats stats_;
   std::vector<op_trace>* trace_ = nullptr;
 };
+
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
+                                                                   Scope& scope) const {
+  prepared p;
+  p.scope_ = &scope;
+  for (const op_invocation& call : ops) {
+    prepared::op o;
+    o.info = &find_operator(call.type);
+    // Appends the variables of the declared slots in order, and the slots' offsets.
+    auto bind = [&](const auto& given, std::span<const std::string_view> declared, const char* what,
+                    std::vector<Variable*>& vars) {
+      for (const auto& [slot, names] : given) {
+        bool known = false;
+        for (std::string_view d : declared) known = known || d == slot;
+        if (!known) throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
+      }
+      const std::size_t first = vars.size();
+      p.offsets_.push_back(0);
+      for (std::string_view d : declared) {
+        for (const auto& [slot, names] : given)
+          if (slot == d)
+            for (const std::string& name : names) {
+              Variable* v = scope.find_var(name);
+              vars.push_back(v != nullptr ? v : &scope.var(name));
+            }
+        p.offsets_.push_back(std::uint32_t(vars.size() - first));
+      }
+    };
+    o.first_offset = std::uint32_t(p.offsets_.size());
+    o.first_input = std::uint32_t(p.input_variables_.size());
+    bind(call.inputs, o.info->inputs(), "input", p.input_variables_);
+    o.input_count = std::uint32_t(p.input_variables_.size() - o.first_input);
+    o.input_slots = std::uint16_t(o.info->inputs().size());
+    o.first_output = std::uint32_t(p.output_variables_.size());
+    bind(call.outputs, o.info->outputs(), "output", p.output_variables_);
+    o.output_count = std::uint32_t(p.output_variables_.size() - o.first_output);
+    o.output_slots = std::uint16_t(o.info->outputs().size());
+    for (std::uint16_t slot = 0; slot < o.input_slots; ++slot) {
+      const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
+      for (std::uint32_t i = offsets[slot]; i < offsets[slot + 1]; ++i)
+        p.inputs_.push_back({.variable = p.input_variables_[o.first_input + i], .slot = slot});
+    }
+    prepared::cold c;
+    c.attrs = call.attrs;
+    c.request = request_of(*o.info, place_, c.attrs);
+    c.targets.resize(o.input_count);
+    c.first_arg = std::uint32_t(p.args_.size());
+    for (std::uint32_t i = 0; i < o.input_count; ++i)
+      p.args_.emplace_back(p.input_variables_[o.first_input + i]);
+    for (std::uint32_t i = 0; i < o.output_count; ++i)
+      p.args_.emplace_back(p.output_variables_[o.first_output + i]);
+    p.ops_.push_back(o);
+    p.cold_.push_back(std::move(c));
+  }
+  // A context for each operator over its arguments, made again by each choice.
+  p.contexts_.reserve(p.ops_.size());
+  for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
+  return p;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
+  const std::size_t count = p.ops_.size();
+  for (std::size_t i = 0; i < count; ++i) run_op(p, i);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(std::span<const op_invocation> ops, Scope& scope) {
+  prepared p = prepare(ops, scope);
+  run(p);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::vector<op_invocation> Executor::invocations(const BlockDesc& block) {
+  std::vector<op_invocation> ops;
+  ops.reserve(block.ops().size());
+  for (const OpDesc& op : block.ops())
+    ops.push_back({op.type(),
+                   {op.inputs().begin(), op.inputs().end()},
+                   {op.outputs().begin(), op.outputs().end()},
+                   op.attrs()});
+  return ops;
+}
+#endif
 
 }  // namespace fluidk

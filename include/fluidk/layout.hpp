@@ -13,6 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
 #include "fluidk/dims.hpp"
 #include "fluidk/error.hpp"
@@ -209,6 +210,11 @@ inline layout_registry_t& layout_registry() {
       "layout", {&layout_info_of<layout::any>, &layout_info_of<layout::nchw>, &layout_info_of<layout::nhwc>});
   return registry;
 }
+// Adds a layout to the runtime's registry: register_layout's work, written once for all layouts.
+FLUIDK_DETAIL_RUNTIME_LINKAGE void add_layout(const layout_info& info);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE void add_layout(const layout_info& info) { layout_registry().add(info); }
+#endif
 }  // namespace detail
 
 // Makes a layout known to the runtime (parsing, tables over layouts): the header that
@@ -216,7 +222,7 @@ inline layout_registry_t& layout_registry() {
 // second layout under a taken id or name is a registration_error naming both. Returns true.
 template <class L>
 bool register_layout() {
-  if constexpr (detail::layout_check<L>::value) detail::layout_registry().add(detail::layout_info_of<L>);
+  if constexpr (detail::layout_check<L>::value) detail::add_layout(detail::layout_info_of<L>);
   return true;
 }
 
@@ -226,7 +232,9 @@ inline const layout_info* find_layout(layout_id id) noexcept { return detail::la
 // Elements a tensor of these logical dims occupies in `layout`: a blocked layout pads its
 // block axis up to a multiple of its block. Checks the rank the layout needs and that the
 // padded count fits in int64; the one place this size is computed.
-inline std::int64_t storage_numel(const dims& shape, data_layout layout) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::int64_t storage_numel(const dims& shape, data_layout layout);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::int64_t storage_numel(const dims& shape, data_layout layout) {
   const int rank = layout.rank();
   if (rank != 0 && std::size_t(rank) != shape.rank())
     throw error("layout " + std::string(layout.name()) + " needs rank " + std::to_string(rank) +
@@ -247,14 +255,18 @@ inline std::int64_t storage_numel(const dims& shape, data_layout layout) {
     throw too_many();
   }
 }
+#endif
 
 // Reads a layout's name or alias, case-insensitively, among the registered layouts.
-inline data_layout parse_data_layout(std::string_view text) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE data_layout parse_data_layout(std::string_view text);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE data_layout parse_data_layout(std::string_view text) {
   detail::startup_errors::instance().check();
   const std::string_view word = detail::trim(text);
   const auto& registry = detail::layout_registry();
   if (const layout_info* info = registry.find(word)) return data_layout(*info);
   throw parse_error("unknown data layout '" + std::string(word) + "'; accepted: " + registry.words());
 }
+#endif
 
 }  // namespace fluidk

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
 #include "fluidk/error.hpp"
 
@@ -127,6 +128,12 @@ inline library_registry_t& library_registry() {
   static library_registry_t registry("library", {&library_info_of<library::plain>});
   return registry;
 }
+// Adds a library to the runtime's registry: register_library's work, written once for all
+// libraries.
+FLUIDK_DETAIL_RUNTIME_LINKAGE void add_library(const library_info& info);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE void add_library(const library_info& info) { library_registry().add(info); }
+#endif
 }  // namespace detail
 
 // Makes a library known to the runtime (parsing, its request attributes, tables over
@@ -135,8 +142,7 @@ inline library_registry_t& library_registry() {
 // naming both. Returns true.
 template <class Lib>
 bool register_library() {
-  if constexpr (detail::library_check<Lib>::value)
-    detail::library_registry().add(detail::library_info_of<Lib>);
+  if constexpr (detail::library_check<Lib>::value) detail::add_library(detail::library_info_of<Lib>);
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
 #include "fluidk/detail/text.hpp"
 #include "fluidk/error.hpp"
@@ -75,7 +76,7 @@ class place_kind_registry {
     static place_kind_registry registry;
     return registry;
   }
-  void add(const place_kind_info& info) { kinds_.add(info); }
+  void add(const place_kind_info& info);
   const place_kind_info* find(place_kind_id id) const {
     startup_errors::instance().check();
     return kinds_.find(id);
@@ -90,6 +91,9 @@ class place_kind_registry {
   place_kind_registry() : kinds_("place kind", {&place_info<cpu>}) {}
   tag_registry<place_kind_info, max_place_kinds> kinds_;
 };
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE void place_kind_registry::add(const place_kind_info& info) { kinds_.add(info); }
+#endif
 
 template <class P>
 struct place_check {
@@ -171,7 +175,9 @@ inline constexpr place cpu_place{};
 // "Place(gpu:1)", "opencl" (device 0); kinds and aliases case-insensitively. A place is one
 // word: blanks around it are ignored, blanks inside it are errors, and the device id is
 // decimal digits only (no sign) that fit in an int.
-inline place parse_place(std::string_view text) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE place parse_place(std::string_view text);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE place parse_place(std::string_view text) {
   std::string_view word = detail::trim(text);
   const std::string original(word);
   const auto& registry = detail::place_kind_registry::instance();
@@ -206,5 +212,6 @@ inline place parse_place(std::string_view text) {
     throw parse_error("place '" + original + "': kind '" + std::string(kind->name) + "' has no device ids");
   return place(*kind, device);
 }
+#endif
 
 }  // namespace fluidk

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/execution_context.hpp"
 #include "fluidk/operator_registry.hpp"
 // With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
@@ -109,14 +110,20 @@ inline kernel_key expected_kernel_key(const operator_info& op, std::span<const i
   if (e.status != selection_status::chosen) detail::no_expected_key(op, e);
   return e.key;
 }
-inline kernel_key expected_kernel_key(const operator_info& op, const place& executor_place,
-                                      variable_slots inputs,
-                                      const attribute_map& attrs = detail::empty_attributes) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_key
+expected_kernel_key(const operator_info& op, const place& executor_place, variable_slots inputs,
+                    const attribute_map& attrs = detail::empty_attributes);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_key expected_kernel_key(const operator_info& op,
+                                                             const place& executor_place,
+                                                             variable_slots inputs,
+                                                             const attribute_map& attrs) {
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
   return expected_kernel_key(op, states, request_of(op, executor_place, attrs));
 }
+#endif
 
 // The outcome of kernel selection.
 struct kernel_choice {
@@ -156,8 +163,12 @@ inline kernel_key input_target_key(const operator_info& op, std::size_t slot, co
 
 // What a call would do, for a person: the expected key, the chosen kernel, any fallback, and
 // the transform chain of each input (of each element, for a LoDTensorArray).
-inline std::string explain(const operator_info& op, const place& executor_place, variable_slots inputs,
-                           const attribute_map& attrs = detail::empty_attributes) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string explain(const operator_info& op, const place& executor_place,
+                                                  variable_slots inputs,
+                                                  const attribute_map& attrs = detail::empty_attributes);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string explain(const operator_info& op, const place& executor_place,
+                                                  variable_slots inputs, const attribute_map& attrs) {
   const kernel_key expected = expected_kernel_key(op, executor_place, inputs, attrs);
   std::string out = "operator '" + std::string(op.name()) + "'\n  expected: " + expected.to_string() + "\n";
   const kernel_choice choice = detail::lookup_kernel(op, expected);
@@ -188,10 +199,15 @@ inline std::string explain(const operator_info& op, const place& executor_place,
     }
   return out;
 }
+#endif
 
 // The variable as a kernel of key `target` needs it, written into `into`; the source is
 // never changed. LoD and selected rows survive.
-inline void transform_variable(const Variable& source, const kernel_key& target, Variable& into) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_variable(const Variable& source, const kernel_key& target,
+                                                      Variable& into);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_variable(const Variable& source, const kernel_key& target,
+                                                      Variable& into) {
   if (source.is<LoDTensor>())
     into.set(transform(source.get<LoDTensor>(), target));
   else if (source.is<SelectedRows>())
@@ -200,6 +216,7 @@ inline void transform_variable(const Variable& source, const kernel_key& target,
     throw error("variable '" + source.name() + "' holds " + std::string(name_of(source.kind())) +
                 ", which fluidk cannot transform");
 }
+#endif
 
 // Rule 3 of kernel_choice.hpp for an input variable of slot `slot` whose dense tensor is
 // `t` (tensor_of(v)): the key its content is transformed to, when it must be (nothing when
@@ -224,14 +241,20 @@ inline std::optional<kernel_key> input_transform_target(const selection_rules& r
 
 // The input as the kernel needs it, written into `into` (the source is never changed):
 // `target` from input_transform_target; a LoDTensorArray's elements each by rule 3.
-inline void transform_input(const selection_rules& rules, std::size_t slot, const Variable& source,
-                            const kernel_key& target, const kernel_key& kernel, Variable& into) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_input(const selection_rules& rules, std::size_t slot,
+                                                   const Variable& source, const kernel_key& target,
+                                                   const kernel_key& kernel, Variable& into);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_input(const selection_rules& rules, std::size_t slot,
+                                                   const Variable& source, const kernel_key& target,
+                                                   const kernel_key& kernel, Variable& into) {
   if (!source.is<LoDTensorArray>()) return transform_variable(source, target, into);
   LoDTensorArray out;
   for (const LoDTensor& t : source.get<LoDTensorArray>())
     out.push_back(t.initialized() ? transform(t, input_target_key(rules, slot, key_of(t), kernel)) : t);
   into.set(std::move(out));
 }
+#endif
 
 // Runs `f`, which prepares input `slot` of a call; a fluidk error it throws comes out of the
 // same kind, naming the operator, the input and the kernel key.
@@ -273,9 +296,13 @@ inline void clear_output_lods(std::span<Variable* const> outputs, std::span<Vari
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
 // needs it into a temporary (the variables given are never changed) and calls the kernel on
 // the context of its place. Returns the kernel chosen.
-inline kernel_choice run_operator(const operator_info& op, const place& executor_place, variable_slots inputs,
-                                  variable_slots outputs,
-                                  const attribute_map& attrs = detail::empty_attributes) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice
+run_operator(const operator_info& op, const place& executor_place, variable_slots inputs,
+             variable_slots outputs, const attribute_map& attrs = detail::empty_attributes);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op, const place& executor_place,
+                                                         variable_slots inputs, variable_slots outputs,
+                                                         const attribute_map& attrs) {
   if (inputs.size() != op.inputs().size() || outputs.size() != op.outputs().size())
     throw error("operator '" + std::string(op.name()) + "' takes " + std::to_string(op.inputs().size()) +
                 " input and " + std::to_string(op.outputs().size()) + " output slots, but was given " +
@@ -319,5 +346,6 @@ inline kernel_choice run_operator(const operator_info& op, const place& executor
   (*choice.entry)(context);
   return choice;
 }
+#endif
 
 }  // namespace fluidk

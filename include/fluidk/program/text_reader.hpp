@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/program/desc.hpp"
 #include "fluidk/program/text_writer.hpp"
 
@@ -340,7 +341,9 @@ inline OpDesc parse_op(program_line& line) {
 
 // Reads a program from its text form (format at the top of this header), validating every
 // operator through append_op. Errors name the line.
-inline ProgramDesc parse_program(std::string_view text) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
   ProgramDesc program;
   BlockDesc* block = nullptr;
   std::vector<std::pair<std::size_t, VarDesc>> declared;  // (block, final description)
@@ -396,4 +399,5 @@ inline ProgramDesc parse_program(std::string_view text) {
   for (auto& [idx, v] : declared) program.block(idx).var(v.name) = std::move(v);
   return program;
 }
+#endif
 }  // namespace fluidk

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/program/desc.hpp"
 
 namespace fluidk {
@@ -168,7 +169,9 @@ inline void write_op(std::string& out, const OpDesc& op) {
 }  // namespace detail::text_form
 
 // The program as text (format at the top of this header).
-inline std::string to_text(const ProgramDesc& program) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_text(const ProgramDesc& program);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_text(const ProgramDesc& program) {
   std::string out;
   for (const BlockDesc& block : program.blocks()) {
     out += detail::text_cat("block ", std::to_string(block.idx()));
@@ -192,4 +195,5 @@ inline std::string to_text(const ProgramDesc& program) {
   }
   return out;
 }
+#endif
 }  // namespace fluidk

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/lod_tensor.hpp"
 #include "fluidk/selected_rows.hpp"
@@ -46,19 +47,7 @@ class transform_plan {
 
   // Runs the plan on `src`; never writes to it. An empty plan returns a tensor sharing
   // src's buffer (relabelled from ANY_LAYOUT when the target names a layout).
-  Tensor apply(const Tensor& src) const {
-    Tensor current = src;
-    if (relabel_ != current.layout()) current.set_layout(relabel_);
-    for (const transform_plan_step& step : steps_) {
-      Tensor next(current.dims(), step.to.dtype(), step.to.place(), step.to.layout());
-      if (step.kind == detail::planning::step_kind::copy)
-        copy_bytes(next.memory(), current.memory(), current.storage_bytes());
-      else
-        step.run(current, next);
-      current = std::move(next);
-    }
-    return current;
-  }
+  Tensor apply(const Tensor& src) const;
 
   // The bytes a run of this plan moves (reads plus writes) for a tensor of `numel` elements.
   std::size_t bytes_moved(std::int64_t numel) const noexcept { return cost_ * std::size_t(numel); }
@@ -72,39 +61,56 @@ class transform_plan {
   }
 
   // "layout nChw8c->NCHW on Place(cpu), copy Place(cpu)->Place(opencl:0)"; "none" when empty.
-  std::string describe() const {
-    if (steps_.empty()) return "none";
-    std::string out;
-    for (const transform_plan_step& step : steps_) {
-      if (!out.empty()) out += ", ";
-      out += std::string(detail::planning::name_of(step.kind)) + " ";
-      switch (step.kind) {
-        case detail::planning::step_kind::copy:
-          out += step.from.place().to_string() + "->" + step.to.place().to_string();
-          break;
-        case detail::planning::step_kind::cast:
-          out += std::string(name_of(step.from.dtype())) + "->" + std::string(name_of(step.to.dtype())) +
-                 " on " + step.to.place().to_string();
-          break;
-        case detail::planning::step_kind::layout:
-          out += std::string(name_of(step.from.layout())) + "->" + std::string(name_of(step.to.layout())) +
-                 " on " + step.to.place().to_string();
-          break;
-        case detail::planning::step_kind::fused:
-          out += std::string(name_of(step.from.layout())) + "/" + std::string(name_of(step.from.dtype())) +
-                 "->" + std::string(name_of(step.to.layout())) + "/" + std::string(name_of(step.to.dtype())) +
-                 " on " + step.to.place().to_string();
-          break;
-      }
-    }
-    return out;
-  }
+  std::string describe() const;
 
  private:
   data_layout relabel_ = data_layout::any;
   std::vector<transform_plan_step> steps_;
   std::size_t cost_ = 0;
 };
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform_plan::apply(const Tensor& src) const {
+  Tensor current = src;
+  if (relabel_ != current.layout()) current.set_layout(relabel_);
+  for (const transform_plan_step& step : steps_) {
+    Tensor next(current.dims(), step.to.dtype(), step.to.place(), step.to.layout());
+    if (step.kind == detail::planning::step_kind::copy)
+      copy_bytes(next.memory(), current.memory(), current.storage_bytes());
+    else
+      step.run(current, next);
+    current = std::move(next);
+  }
+  return current;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string transform_plan::describe() const {
+  if (steps_.empty()) return "none";
+  std::string out;
+  for (const transform_plan_step& step : steps_) {
+    if (!out.empty()) out += ", ";
+    out += std::string(detail::planning::name_of(step.kind)) + " ";
+    switch (step.kind) {
+      case detail::planning::step_kind::copy:
+        out += step.from.place().to_string() + "->" + step.to.place().to_string();
+        break;
+      case detail::planning::step_kind::cast:
+        out += std::string(name_of(step.from.dtype())) + "->" + std::string(name_of(step.to.dtype())) +
+               " on " + step.to.place().to_string();
+        break;
+      case detail::planning::step_kind::layout:
+        out += std::string(name_of(step.from.layout())) + "->" + std::string(name_of(step.to.layout())) +
+               " on " + step.to.place().to_string();
+        break;
+      case detail::planning::step_kind::fused:
+        out += std::string(name_of(step.from.layout())) + "/" + std::string(name_of(step.from.dtype())) +
+               "->" + std::string(name_of(step.to.layout())) + "/" + std::string(name_of(step.to.dtype())) +
+               " on " + step.to.place().to_string();
+        break;
+    }
+  }
+  return out;
+}
+#endif
 
 namespace detail {
 
@@ -215,19 +221,33 @@ inline kernel_key key_of(const Tensor& t) { return {t.place(), t.dtype(), t.layo
 
 // The memoised plan from one kernel key to another (libraries are ignored: they describe
 // kernels, not data). Throws not_registered naming both keys and the missing axis.
-inline const transform_plan& plan_transform(const kernel_key& from, const kernel_key& to) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE const transform_plan& plan_transform(const kernel_key& from,
+                                                                   const kernel_key& to);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE const transform_plan& plan_transform(const kernel_key& from,
+                                                                   const kernel_key& to) {
   return detail::plan_cache::instance().get(from, to);
 }
+#endif
 
 // The tensor as a kernel of key `to` needs it; never writes to `src`.
-inline Tensor transform(const Tensor& src, const kernel_key& to) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform(const Tensor& src, const kernel_key& to);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform(const Tensor& src, const kernel_key& to) {
   return plan_transform(key_of(src), to).apply(src);
 }
-inline LoDTensor transform(const LoDTensor& src, const kernel_key& to) {
+#endif
+FLUIDK_DETAIL_RUNTIME_LINKAGE LoDTensor transform(const LoDTensor& src, const kernel_key& to);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE LoDTensor transform(const LoDTensor& src, const kernel_key& to) {
   return LoDTensor(transform(src.tensor(), to), src.lod());
 }
-inline SelectedRows transform(const SelectedRows& src, const kernel_key& to) {
+#endif
+FLUIDK_DETAIL_RUNTIME_LINKAGE SelectedRows transform(const SelectedRows& src, const kernel_key& to);
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE SelectedRows transform(const SelectedRows& src, const kernel_key& to) {
   return SelectedRows(src.rows(), src.height(), transform(src.value(), to));
 }
+#endif
 
 }  // namespace fluidk

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Checks what FLUIDK_SEPARATE_RUNTIME promises (docs/getting-started.md, "Compiling the runtime
+once"): the runtime's own file (libfluidk_runtime.a) defines each of the functions listed below,
+and a file built with the macro (separate_runtime_calls.cpp, which calls them all) defines none of
+them, not even as an inline copy, and calls each as defined there.
+
+  separate_runtime_check.py NM RUNTIME_ARCHIVE CALLER_ARCHIVE
+"""
+import subprocess
+import sys
+
+# The functions compiled once, demangled, up to their parameters.
+EXPECTED = [
+    "fluidk::run_operator", "fluidk::explain[abi:cxx11]", "fluidk::expected_kernel_key",
+    "fluidk::transform_variable", "fluidk::transform_input", "fluidk::Executor::prepare",
+    "fluidk::Executor::run", "fluidk::Executor::invocations", "fluidk::plan_transform",
+    "fluidk::transform", "fluidk::transform_plan::apply", "fluidk::transform_plan::describe[abi:cxx11]",
+    "fluidk::to_dot[abi:cxx11]", "fluidk::parse_program", "fluidk::to_text[abi:cxx11]",
+    "fluidk::parse_place", "fluidk::storage_numel", "fluidk::parse_data_layout",
+    "fluidk::detail::add_layout", "fluidk::detail::add_library",
+    "fluidk::detail::place_kind_registry::add",
+]
+
+
+def symbols(nm, archive):
+    """(type, mangled, demangled) of each symbol of the archive."""
+    def run(*flags):
+        out = subprocess.run([nm, *flags, archive], check=True, capture_output=True, text=True).stdout
+        rows = []
+        for line in out.splitlines():
+            parts = line.split(maxsplit=2) if line[:1] not in (" ",) else ["", *line.split(maxsplit=1)]
+            if len(parts) == 3 and len(parts[1]) == 1:
+                rows.append((parts[1], parts[2]))
+        return rows
+    plain, demangled = run(), run("-C")
+    if len(plain) != len(demangled):
+        sys.exit(f"{archive}: nm and nm -C list different symbols")
+    return [(t, m, d) for (t, m), (_, d) in zip(plain, demangled)]
+
+
+def main():
+    nm, runtime, caller = sys.argv[1:4]
+    compiled = {m: d for t, m, d in symbols(nm, runtime) if t == "T" and d.startswith("fluidk::")}
+    failures = []
+    for name in EXPECTED:
+        if not any(d.split("(")[0] == name for d in compiled.values()):
+            failures.append(f"{runtime} does not define {name}")
+    defined = {m for t, m, _ in symbols(nm, caller) if t not in ("U", "w", "v")}
+    called = {m for t, m, _ in symbols(nm, caller) if t == "U"}
+    for mangled, name in sorted(compiled.items(), key=lambda x: x[1]):
+        if mangled in defined:
+            failures.append(f"{caller} compiles {name} again")
+        elif mangled not in called:
+            failures.append(f"{caller} does not call {name}")
+    for line in failures:
+        print(line)
+    print(f"{len(compiled)} functions compiled once, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
