@@ -6,6 +6,15 @@
 #pragma once
 
 #include "fluidk/detail/runtime_linkage.hpp"
+
+// Without these, the file would compile the functions inline, or not at all, and the program
+// would fail to link with a list of undefined references.
+#if defined(FLUIDK_RUNTIME_DEFINE) && !defined(FLUIDK_SEPARATE_RUNTIME)
+#error "fluidk: FLUIDK_RUNTIME_DEFINE needs FLUIDK_SEPARATE_RUNTIME, defined for every file of the program"
+#elif defined(FLUIDK_RUNTIME_DEFINE) && !FLUIDK_DETAIL_RUNTIME_HERE
+#error "fluidk: FLUIDK_RUNTIME_DEFINE must come before fluidk's headers: define it first in its file"
+#endif
+
 #include "fluidk/dot.hpp"
 #include "fluidk/executor.hpp"
 #include "fluidk/layout.hpp"
