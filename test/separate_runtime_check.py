@@ -2,9 +2,10 @@
 """Checks what FLUIDK_SEPARATE_RUNTIME promises (docs/getting-started.md, "Compiling the runtime
 once"): the runtime's own file (libfluidk_runtime.a) defines each of the functions listed below,
 and a file built with the macro (separate_runtime_calls.cpp, which calls them all) defines none of
-them, not even as an inline copy, and calls each as defined there.
+them, not even as an inline copy, and calls each as defined there. The other archives given, the
+rest of a program built with the macro, define none of them either.
 
-  separate_runtime_check.py NM RUNTIME_ARCHIVE CALLER_ARCHIVE
+  separate_runtime_check.py NM RUNTIME_ARCHIVE CALLER_ARCHIVE [ARCHIVE...]
 """
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def symbols(nm, archive):
 
 
 def main():
-    nm, runtime, caller = sys.argv[1:4]
+    nm, runtime, caller, others = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     compiled = {m: d for t, m, d in symbols(nm, runtime) if t == "T" and d.startswith("fluidk::")}
     failures = []
     for name in EXPECTED:
@@ -52,6 +53,10 @@ def main():
             failures.append(f"{caller} compiles {name} again")
         elif mangled not in called:
             failures.append(f"{caller} does not call {name}")
+    for archive in others:
+        defined = {m for t, m, _ in symbols(nm, archive) if t not in ("U", "w", "v")}
+        failures += [f"{archive} compiles {name} again" for m, name in sorted(compiled.items())
+                     if m in defined]
     for line in failures:
         print(line)
     print(f"{len(compiled)} functions compiled once, {len(failures)} failures")
