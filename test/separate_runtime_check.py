@@ -15,7 +15,8 @@ EXPECTED = [
     "fluidk::run_operator", "fluidk::explain[abi:cxx11]", "fluidk::expected_kernel_key",
     "fluidk::transform_variable", "fluidk::transform_input", "fluidk::Executor::prepare",
     "fluidk::Executor::run", "fluidk::Executor::invocations", "fluidk::plan_transform",
-    "fluidk::transform", "fluidk::transform_plan::apply", "fluidk::transform_plan::describe[abi:cxx11]",
+    "fluidk::transform", "fluidk::transform_plan::apply",
+    "fluidk::transform_plan::describe[abi:cxx11]",
     "fluidk::to_dot[abi:cxx11]", "fluidk::parse_program", "fluidk::to_text[abi:cxx11]",
     "fluidk::parse_place", "fluidk::storage_numel", "fluidk::parse_data_layout",
     "fluidk::detail::add_layout", "fluidk::detail::add_library",
@@ -26,10 +27,12 @@ EXPECTED = [
 def symbols(nm, archive):
     """(type, mangled, demangled) of each symbol of the archive."""
     def run(*flags):
-        out = subprocess.run([nm, *flags, archive], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([nm, *flags, archive], check=True, capture_output=True,
+                             text=True).stdout
         rows = []
         for line in out.splitlines():
-            parts = line.split(maxsplit=2) if line[:1] not in (" ",) else ["", *line.split(maxsplit=1)]
+            # "ADDRESS TYPE NAME", or "TYPE NAME" after blanks for an undefined symbol.
+            parts = line.split(maxsplit=2) if line[:1] != " " else ["", *line.split(maxsplit=1)]
             if len(parts) == 3 and len(parts[1]) == 1:
                 rows.append((parts[1], parts[2]))
         return rows
