@@ -1,15 +1,7 @@
 // Calls every function that FLUIDK_SEPARATE_RUNTIME compiles once (fluidk/separate_runtime.hpp),
 // for separate_runtime_check.py: built with FLUIDK_SEPARATE_RUNTIME, this file must define none
 // of them and call each as compiled in the runtime's own file. Never run.
-#include <fluidk/dot.hpp>
-#include <fluidk/executor.hpp>
-#include <fluidk/layout.hpp>
-#include <fluidk/library.hpp>
-#include <fluidk/place.hpp>
-#include <fluidk/program/text_reader.hpp>
-#include <fluidk/program/text_writer.hpp>
-#include <fluidk/runtime_call.hpp>
-#include <fluidk/transforms/runtime.hpp>
+#include <fluidk/separate_runtime.hpp>  // the headers that declare them
 
 namespace fluidk_test {
 

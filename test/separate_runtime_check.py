@@ -25,41 +25,29 @@ EXPECTED = [
 
 
 def symbols(nm, archive):
-    """(type, mangled, demangled) of each symbol of the archive."""
-    def run(*flags):
-        out = subprocess.run([nm, *flags, archive], check=True, capture_output=True,
-                             text=True).stdout
-        rows = []
-        for line in out.splitlines():
-            # "ADDRESS TYPE NAME", or "TYPE NAME" after blanks for an undefined symbol.
-            parts = line.split(maxsplit=2) if line[:1] != " " else ["", *line.split(maxsplit=1)]
-            if len(parts) == 3 and len(parts[1]) == 1:
-                rows.append((parts[1], parts[2]))
-        return rows
-    plain, demangled = run(), run("-C")
-    if len(plain) != len(demangled):
-        sys.exit(f"{archive}: nm and nm -C list different symbols")
-    return [(t, m, d) for (t, m), (_, d) in zip(plain, demangled)]
+    """(type, demangled name) of each symbol of the archive."""
+    out = subprocess.run([nm, "-C", archive], check=True, capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        # "ADDRESS TYPE NAME", or "TYPE NAME" after blanks for an undefined symbol.
+        parts = line.split(maxsplit=2) if line[:1] != " " else ["", *line.split(maxsplit=1)]
+        if len(parts) == 3 and len(parts[1]) == 1:
+            rows.append((parts[1], parts[2]))
+    return rows
 
 
 def main():
     nm, runtime, caller, others = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-    compiled = {m: d for t, m, d in symbols(nm, runtime) if t == "T" and d.startswith("fluidk::")}
-    failures = []
-    for name in EXPECTED:
-        if not any(d.split("(")[0] == name for d in compiled.values()):
-            failures.append(f"{runtime} does not define {name}")
-    defined = {m for t, m, _ in symbols(nm, caller) if t not in ("U", "w", "v")}
-    called = {m for t, m, _ in symbols(nm, caller) if t == "U"}
-    for mangled, name in sorted(compiled.items(), key=lambda x: x[1]):
-        if mangled in defined:
-            failures.append(f"{caller} compiles {name} again")
-        elif mangled not in called:
-            failures.append(f"{caller} does not call {name}")
-    for archive in others:
-        defined = {m for t, m, _ in symbols(nm, archive) if t not in ("U", "w", "v")}
-        failures += [f"{archive} compiles {name} again" for m, name in sorted(compiled.items())
-                     if m in defined]
+    compiled = sorted(n for t, n in symbols(nm, runtime) if t == "T" and n.startswith("fluidk::"))
+    failures = [f"{runtime} does not define {name}" for name in EXPECTED
+                if not any(n.split("(")[0] == name for n in compiled)]
+    for archive in [caller, *others]:
+        rows = symbols(nm, archive)
+        defined = {n for t, n in rows if t not in ("U", "w", "v")}
+        failures += [f"{archive} compiles {n} again" for n in compiled if n in defined]
+        if archive == caller:
+            called = {n for t, n in rows if t == "U"}
+            failures += [f"{archive} does not call {n}" for n in compiled if n not in called]
     for line in failures:
         print(line)
     print(f"{len(compiled)} functions compiled once, {len(failures)} failures")
