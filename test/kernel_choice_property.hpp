@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <fluidk/runtime_dispatch.hpp>
-#include <span>
 #include <vector>
 
 namespace fluidk_test::property {
@@ -22,7 +21,7 @@ inline thread_local std::size_t ran = key_count;
 // the chosen kernel, or key_count + the selection_status when none is chosen.
 struct declared {
   const fluidk::operator_info* info;
-  std::span<const std::size_t> statics;
+  std::vector<std::size_t> statics;
 };
 std::vector<declared> declarations();
 

@@ -8,6 +8,7 @@
 #include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/transforms/cpu.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
