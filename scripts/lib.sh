@@ -178,7 +178,8 @@ EOF
 # The debug information of the sanitizer builds (clang++-14): line tables, which is what their
 # reports print (file, line and inlined frames). Appended to cpp_args, after the build type's
 # -g, which it replaces: full -g made clang++-14 with ASan and UBSan take 106 s of CPU for
-# test/ops_test.cpp, against 90 s with line tables only.
+# test/ops_test.cpp, against 90 s with line tables only; with ThreadSanitizer, the CPU kernels'
+# file took 37 s against 34 s.
 sanitizer_debug_info=-gline-tables-only
 
 # configure_fuzz_build: build-fuzz/, the libFuzzer harnesses of test/fuzz (clang++-14 with
