@@ -185,6 +185,8 @@ std::vector<std::size_t> static_outcomes_of() {
     constexpr auto outcomes = static_outcomes<declaration<D>>();
     return {outcomes.begin(), outcomes.end()};
   } else {
+    // static_outcomes' loop again, over an index known only at run time: g++ folds a call of
+    // static_outcomes<...>() at compile time even where no constant is required.
     std::vector<std::size_t> out(request_count);
     for (std::size_t r = 0; r < request_count; ++r) out[r] = static_outcome<declaration<D>>(r);
     return out;
