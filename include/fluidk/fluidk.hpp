@@ -1,5 +1,6 @@
-// The umbrella header: the core of fluidk. Optional backends (fluidk/devices/) are left
-// out; include them one by one (each needs its feature macro) or fluidk/devices/enabled.hpp.
+// The umbrella header: fluidk's vocabulary and data types, without dispatch. Optional backends
+// (fluidk/devices/) are left out; include them one by one (each needs its feature macro), or
+// fluidk/devices/enabled.hpp for every place built (CUDA, OpenCL; not oneDNN, a CPU library).
 #pragma once
 
 #include "fluidk/bfloat16.hpp"
