@@ -149,12 +149,23 @@ struct crf_decoding {
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(scale_cpu<float>{}));
 };
 
+// Runs on the accelerator whatever the program's place: on the program's device when that is
+// an accelerator, else on device 0.
+struct on_npu {
+  static constexpr std::string_view name = "on_npu_test";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  using run_on = npu;
+  static constexpr auto kernels = make_kernels(kernels_on<npu>(conv_npu<float>{}));
+};
+
 const operator_info& conv_info = register_operator<conv2d>();
 const operator_info& scale_none_info = register_operator<scale_none>();
 const operator_info& scale_fallback_info = register_operator<scale_fallback>();
 const operator_info& cross_entropy_info = register_operator<cross_entropy>();
 const operator_info& add_cast_info = register_operator<add_cast>();
 const operator_info& crf_info = register_operator<crf_decoding>();
+const operator_info& on_npu_info = register_operator<on_npu>();
 
 // Runs the chosen kernel entry on a context of the CPU (selection is what is tested).
 kernel_choice select_and_call(const operator_info& op, const kernel_key& expected) {
@@ -395,6 +406,58 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
   using npu_input = typed_tensor<npu, float>;
   static_assert(
       std::is_same_v<static_kernel_type<crf_decoding, target<npu>, npu_input>, kernel_type<cpu, float>>);
+
+  // An operator that runs on the accelerator runs on the program's accelerator device, on
+  // both paths, and on device 0 from a CPU program.
+  const npu_input on1({3}, 1);
+  const std::vector<std::vector<Variable*>> at1{{held(on1.tensor())}};
+  Variable result("out");
+  const std::vector<std::vector<Variable*>> outs{{&result}};
+  for (const place& where : {place::of<npu>(1), cpu_place}) {
+    const place expected = where == cpu_place ? place::of<npu>(0) : where;
+    CHECK(expected_kernel_key(on_npu_info, where, at1).place() == expected);
+    CHECK(run_operator(on_npu_info, where, at1, outs).chosen.place() == expected);
+    CHECK(last_key.place() == expected);
+  }
+  Tensor y;
+  run<on_npu>(target<npu>(1), inputs(on1), outputs(y));
+  CHECK(last_key.place() == place::of<npu>(1));
+  run<on_npu>(target<cpu>(), inputs(on1), outputs(y));
+  CHECK(last_key.place() == place::of<npu>(0));
+
+  // op_device of the wrong kind, or naming no place, is an error naming the operator.
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::int32_t(1)}}),
+                    Catch::Contains("operator 'conv2d_test' attribute 'op_device' holds int, not string"));
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string("nosuch:0")}}),
+                    Catch::Contains("operator 'conv2d_test' attribute 'op_device': ") &&
+                        Catch::Contains("unknown place 'nosuch:0'"));
+  CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string()}}).place() == cpu_place);
+}
+
+TEST_CASE("the static path refuses attributes that ask for another place or library", "[dispatch][config]") {
+  typed_tensor<cpu, float, layout::nchw> x({1, 8, 2, 2});
+  const std::uint64_t version = x.tensor().version();
+  Tensor y;
+  last_kernel.clear();
+  CHECK_THROWS_WITH(run<conv2d>(target<cpu>(), inputs(x, x), outputs(y), {{"use_onednn", true}}),
+                    Catch::Contains("operator 'conv2d_test': attribute 'use_onednn' asks for library ONEDNN "
+                                    "but the static call runs it with library PLAIN, its target's"));
+  CHECK_THROWS_WITH(
+      run<conv2d>(target<cpu>(), inputs(x, x), outputs(y), {{"op_device", std::string("acc:1")}}),
+      Catch::Contains("operator 'conv2d_test': attribute 'op_device' asks for Place(acc:1) but "
+                      "the static call runs it on Place(cpu), its target's place"));
+  CHECK(last_kernel.empty());  // nothing ran
+  CHECK(!y.initialized());
+  CHECK(x.tensor().version() == version);
+  // Attributes that agree with the target, or ask for nothing, are accepted.
+  run<conv2d>(target<cpu, library::onednn>(), inputs(x, x), outputs(y), {{"use_onednn", true}});
+  CHECK(last_kernel == "cpu onednn");
+  run<conv2d>(target<cpu>(), inputs(x, x), outputs(y),
+              {{"op_device", std::string("cpu")}, {"use_onednn", false}});
+  CHECK(last_kernel == "cpu plain");
+  // An operator that always runs on the CPU ignores op_device on both paths.
+  run<crf_decoding>(target<cpu>(), inputs(x), outputs(y), {{"op_device", std::string("acc:1")}});
+  CHECK(last_kernel == "scale cpu");
 }
 
 TEST_CASE("fallback: an error without a policy, counted and reported once with one", "[dispatch][fallback]") {
@@ -451,6 +514,24 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
   run<scale_fallback>(target<npu>(0), inputs(x), outputs(y));
   CHECK(y.place() == cpu_place);
   CHECK(y.data<float>()[2] == 4.f);
+  // A static fallback is counted with the runtime ones, and reported once, on the device the
+  // call was made for.
+  CHECK(operator_registry::instance().fallback_count("scale_with_fallback", kernel_type<npu, float>::key()) ==
+        4);
+  reports.clear();
+  operator_registry::instance().set_fallback_reporter([&](const fallback_event& e) {
+    reports.push_back(std::string(e.op) + ": " + e.expected.to_string() + " -> " + e.chosen.to_string());
+  });
+  const npu_input x1({3}, 1);
+  for (int i = 0; i < 2; ++i) run<scale_fallback>(target<npu>(1), inputs(x1), outputs(y));
+  operator_registry::instance().set_fallback_reporter(nullptr);
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0] ==
+        "scale_with_fallback: {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(acc:1)]; "
+        "library_type[PLAIN]} -> {data_type[float]; data_layout[ANY_LAYOUT]; place[Place(cpu)]; "
+        "library_type[PLAIN]}");
+  CHECK(operator_registry::instance().fallback_count("scale_with_fallback",
+                                                     kernel_type<npu, float>::key(1)) == 2);
 }
 
 TEST_CASE("the static path runs the kernel the runtime path runs, with the same result",

@@ -210,8 +210,9 @@ TEST_CASE("3. an operator without tensor inputs takes its data type from its att
   static_assert(static_selection<filler, target<cpu>, void>.status() == selection_status::no_data_type);
   static_assert(static_selection<filler, target<cpu>, float>.status() == selection_status::chosen);
   const attribute_map says_float{{"dtype", std::string("float32")}};
-  CHECK_THROWS_WITH((run<filler, double>(target<cpu>(), inputs(), outputs(y), says_float)),
-                    Catch::Contains("attribute 'dtype' says float but the static call runs it in double"));
+  CHECK_THROWS_WITH(
+      (run<filler, double>(target<cpu>(), inputs(), outputs(y), says_float)),
+      Catch::Contains("attribute 'dtype' asks for float but the static call runs it in double"));
 
   Scope scope;
   const std::vector<std::vector<Variable*>> none{}, out{{&scope.var("out")}};

@@ -41,7 +41,7 @@ struct selection_rules {
   std::uint64_t keep_layout = 0;          // bit s: slot s keeps its own layout
   std::size_t data_type_input = none;     // the slot whose data type decides, if any
   bool data_type_from_attribute = false;  // the operator takes its data type from an attribute
-  std::optional<place> run_on;            // the place the operator always runs on
+  std::optional<place> run_on;            // the place kind the operator always runs on (device 0)
   fallback_policy fallback = fallback_policy::none;
 
   constexpr bool exempt(std::size_t slot) const noexcept { return (no_transform >> slot) & 1u; }
@@ -98,10 +98,12 @@ struct selection {
   }
 };
 
-// Rule 1a. The place: the operator's own (run_on), else the one op_device forces, else the
-// executor's.
+// Rule 1a. The place: the operator's own kind (run_on), on the executor's device when the
+// executor is of that kind and on device 0 otherwise; else the place op_device forces; else
+// the executor's.
 constexpr place expected_place(const selection_rules& op, const selection_request& request) noexcept {
-  return op.run_on ? *op.run_on : request.forced_place ? *request.forced_place : request.executor_place;
+  if (op.run_on) return op.run_on->same_kind(request.executor_place) ? request.executor_place : *op.run_on;
+  return request.forced_place ? *request.forced_place : request.executor_place;
 }
 
 // Rule 1b. Whether an input decides the data type (and the preferred layout): the named

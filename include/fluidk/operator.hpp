@@ -243,7 +243,8 @@ constexpr std::size_t slot_index(std::span<const std::string_view> names, std::s
 //   static constexpr std::array<std::string_view, N> keep_layout_inputs{...};   moved and cast,
 //       never re-laid-out (a convolution's filter next to a blocked-layout kernel)
 //   static constexpr std::array<std::string_view, N> cast_inputs{...};  cast to the kernel's type
-//   using run_on = cpu;                                        the place it always runs on
+//   using run_on = cpu;        the place kind it always runs on (the executor's device, if of
+//                              that kind, else device 0)
 //   static constexpr std::string_view data_type_attribute = "dtype";  the attribute that gives
 //       the data type (operators without deciding tensor inputs: fill_constant)
 //   static constexpr fallback_policy fallback = ...;           default: none

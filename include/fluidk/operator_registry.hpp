@@ -12,7 +12,6 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/fallback_log.hpp"
 #include "fluidk/detail/name_index.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/execution_context.hpp"
@@ -44,13 +44,6 @@ struct kernel_entry {
   void operator()(execution_context& context) const {
     detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
   }
-};
-
-// What a fallback was: reported once per operator and expected key, counted every time.
-struct fallback_event {
-  std::string_view op;
-  kernel_key expected;
-  kernel_key chosen;
 };
 
 class operator_info;
@@ -311,30 +304,15 @@ class operator_registry {
     return global_fallback().value_or(op.fallback());
   }
 
-  // Called once per (operator, expected key) that falls back; by default one line on stderr.
-  // The reporter runs outside the registry's lock: it may call back into the registry.
+  // Called once per (operator, expected key) that falls back, on either path; by default one
+  // line on stderr. The reporter runs outside every lock: it may call back into the registry.
   void set_fallback_reporter(std::function<void(const fallback_event&)> reporter) {
-    const std::lock_guard lock(fallback_mutex_);
-    reporter_ = std::make_shared<const std::function<void(const fallback_event&)>>(std::move(reporter));
+    detail::fallback_log::instance().set_reporter(std::move(reporter));
   }
-  void note_fallback(const fallback_event& event) {
-    std::shared_ptr<const std::function<void(const fallback_event&)>> reporter;
-    {
-      const std::lock_guard lock(fallback_mutex_);
-      if (fallbacks_[{std::string(event.op), event.expected}]++ != 0) return;
-      reporter = reporter_;
-    }
-    if (reporter && *reporter)
-      (*reporter)(event);
-    else
-      std::fprintf(stderr, "fluidk: operator '%.*s' has no kernel for %s; falling back to %s\n",
-                   int(event.op.size()), event.op.data(), event.expected.to_string().c_str(),
-                   event.chosen.to_string().c_str());
-  }
+  void note_fallback(const fallback_event& event) { detail::fallback_log::instance().note(event); }
+  // How many calls fell back, on either path (the static path counts too).
   std::size_t fallback_count(std::string_view op, const kernel_key& expected) const {
-    const std::lock_guard lock(fallback_mutex_);
-    const auto it = fallbacks_.find({std::string(op), expected});
-    return it == fallbacks_.end() ? 0 : it->second;
+    return detail::fallback_log::instance().count(op, expected);
   }
 
  private:
@@ -344,9 +322,6 @@ class operator_registry {
   std::map<std::string, std::unique_ptr<operator_info>, std::less<>> operators_;
   detail::name_index<operator_info> index_;
   std::atomic<int> global_fallback_{-1};
-  mutable std::mutex fallback_mutex_;
-  std::map<std::pair<std::string, kernel_key>, std::size_t> fallbacks_;
-  std::shared_ptr<const std::function<void(const fallback_event&)>> reporter_;
 };
 
 inline const operator_info& find_operator(std::string_view name) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/execution_context.hpp"
 #include "fluidk/operator_registry.hpp"
@@ -28,33 +29,13 @@ namespace fluidk {
 // expected_kernel_key, explain and run_operator take it.
 using variable_slots = std::span<const std::vector<Variable*>>;
 
-// The place an `op_device` attribute forces ("opencl:0"), if any.
-inline std::optional<place> op_device_of(const attribute_map& attrs) {
-  if (const attribute* device = attrs.find("op_device"))
-    if (const auto* text = std::get_if<std::string>(device); text && !text->empty())
-      return parse_place(*text);
-  return std::nullopt;
-}
-
-// The library a call's attributes ask for: the registered library of lowest id with one of
-// its request attributes true (use_onednn or Fluid's use_mkldnn, use_cudnn, a user library's
-// own), else plain. `op` names the operator in the error for an attribute of the wrong kind.
-inline library_type requested_library(const attribute_map& attrs, std::string_view op) {
-  const library_info* asked = nullptr;
-  for_each_library([&](const library_info& library) {
-    for (const std::string_view attribute : library_type(library).request_attributes())
-      if (asked == nullptr && attrs.get_or<bool>(attribute, false, op)) asked = &library;
-  });
-  return asked != nullptr ? library_type(*asked) : library_type::plain;
-}
-
 // What a call's attributes ask for (op_device, the library, the data-type attribute), on the
 // executor's place. The policy is left to the registry, read on every call.
 inline selection_request request_of(const operator_info& op, const place& executor_place,
                                     const attribute_map& attrs) {
   selection_request r;
   r.executor_place = executor_place;
-  r.forced_place = op_device_of(attrs);
+  r.forced_place = op_device_of(attrs, op.name());
   r.library = requested_library(attrs, op.name());
   r.attribute_dtype = attribute_data_type(attrs, op.data_type_attribute(), op.name());
   return r;
@@ -218,25 +199,38 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_variable(const Variable& source, co
 }
 #endif
 
+// One move of an input: the tensor that moves and the key it is transformed to.
+struct input_move {
+  const Tensor* source;
+  kernel_key target;
+};
+
 // Rule 3 of kernel_choice.hpp for an input variable of slot `slot` whose dense tensor is
-// `t` (tensor_of(v)): the key its content is transformed to, when it must be (nothing when
-// the kernel reads it as it is). For a LoDTensorArray, the target of its first element that
-// must move.
-inline std::optional<kernel_key> input_transform_target(const selection_rules& rules, std::size_t slot,
-                                                        const Variable& v, const Tensor* t,
-                                                        const kernel_key& kernel) {
+// `t` (tensor_of(v)): the tensor and the key it is transformed to, when it must be (nothing
+// when the kernel reads it as it is). For a LoDTensorArray, its first element that must move
+// (each element moves by its own key: transform_input).
+inline std::optional<input_move> first_input_move(const selection_rules& rules, std::size_t slot,
+                                                  const Variable& v, const Tensor* t,
+                                                  const kernel_key& kernel) {
   if (rules.exempt(slot)) return std::nullopt;
-  auto target_of = [&](const Tensor& tensor) -> std::optional<kernel_key> {
+  auto move_of = [&](const Tensor& tensor) -> std::optional<input_move> {
     if (!tensor.initialized()) return std::nullopt;
     const kernel_key from = key_of(tensor);
     const kernel_key target = input_target_key(rules, slot, from, kernel);
-    return needs_transform(from, target) ? std::optional<kernel_key>(target) : std::nullopt;
+    return needs_transform(from, target) ? std::optional<input_move>({&tensor, target}) : std::nullopt;
   };
-  if (t != nullptr) return target_of(*t);
+  if (t != nullptr) return move_of(*t);
   if (v.is<LoDTensorArray>())
     for (const LoDTensor& element : v.get<LoDTensorArray>())
-      if (auto target = target_of(element)) return target;
+      if (auto move = move_of(element)) return move;
   return std::nullopt;
+}
+// The key of first_input_move alone.
+inline std::optional<kernel_key> input_transform_target(const selection_rules& rules, std::size_t slot,
+                                                        const Variable& v, const Tensor* t,
+                                                        const kernel_key& kernel) {
+  const std::optional<input_move> move = first_input_move(rules, slot, v, t, kernel);
+  return move ? std::optional<kernel_key>(move->target) : std::nullopt;
 }
 
 // The input as the kernel needs it, written into `into` (the source is never changed):

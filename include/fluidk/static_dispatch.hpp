@@ -17,7 +17,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "fluidk/detail/fallback_log.hpp"
 #include "fluidk/detail/pack.hpp"
+#include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/operator.hpp"
 // With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
 // works with this header alone.
@@ -300,10 +302,40 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
 
 [[noreturn, gnu::cold, gnu::noinline]] inline void attribute_disagrees(std::string_view op,
                                                                        std::string_view attribute,
-                                                                       data_type given, data_type called) {
-  throw error("operator '" + std::string(op) + "': attribute '" + std::string(attribute) + "' says " +
-              std::string(name_of(given)) + " but the static call runs it in " +
-              std::string(name_of(called)));
+                                                                       std::string_view given,
+                                                                       std::string_view called) {
+  throw error("operator '" + std::string(op) + "': attribute '" + std::string(attribute) + "' asks for " +
+              std::string(given) + " but the static call runs it " + std::string(called));
+}
+
+// A static call's place and library are its target's, its data type Dt's (for an operator
+// that takes it from an attribute): attributes that would make the runtime path choose
+// otherwise (op_device, use_onednn and the other request attributes, the data-type
+// attribute) are refused before anything runs, naming both. Rule 1a decides which place
+// op_device would give, as on the runtime path.
+[[gnu::cold, gnu::noinline]] inline void check_request_attributes(
+    std::string_view op, const selection_rules& rules, const attribute_map& attrs, const place& target_place,
+    library_type target_library, std::string_view dtype_attribute, std::optional<data_type> dtype) {
+  selection_request given;
+  given.executor_place = target_place;
+  selection_request asked = given;
+  asked.forced_place = op_device_of(attrs, op);
+  if (const place p = expected_place(rules, asked), q = expected_place(rules, given); p != q)
+    attribute_disagrees(op, "op_device", p.to_string(), "on " + q.to_string() + ", its target's place");
+  if (const library_request l = library_asked(attrs, op); !l.attribute.empty() && l.library != target_library)
+    attribute_disagrees(op, l.attribute, "library " + std::string(name_of(l.library)),
+                        "with library " + std::string(name_of(target_library)) + ", its target's");
+  if (dtype)
+    if (const auto d = attribute_data_type(attrs, dtype_attribute, op); d && *d != *dtype)
+      attribute_disagrees(op, dtype_attribute, name_of(*d), "in " + std::string(name_of(*dtype)));
+}
+
+// A key of a static selection on the device the call runs on: a key on the target's place
+// kind is on device 0 there (the device is known only at run time) and moves to the
+// target's; a key on another kind stays on its device 0, as kernel_context runs it.
+template <class Target>
+kernel_key on_target_device(const kernel_key& key, const Target& t) {
+  return key.place().kind_id() == Target::place_t::id ? key.with_place(t.context().place()) : key;
 }
 
 }  // namespace detail
@@ -359,12 +391,17 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
             kernel_keys_of<Op>>);
   } else if constexpr (status == selection_status::chosen) {
     using key = typename detail::chosen_type<Op, chosen.index>::type;
-    if constexpr (!std::is_void_v<Dt>) {
-      constexpr std::string_view attribute = data_type_attribute_of<Op>();
-      if (attrs.size() != 0)
-        if (const auto d = attribute_data_type(attrs, attribute, Op::name); d && *d != data_type_of<Dt>)
-          detail::attribute_disagrees(Op::name, attribute, *d, data_type_of<Dt>);
+    if (attrs.size() != 0) {
+      std::optional<data_type> dtype;
+      if constexpr (!std::is_void_v<Dt>) dtype = data_type_of<Dt>;
+      detail::check_request_attributes(Op::name, rules_of<Op>, attrs, t.context().place(),
+                                       library_type_of<typename Target::library_t>,
+                                       data_type_attribute_of<Op>(), dtype);
     }
+    // A fallback is counted and reported, as on the runtime path (one compile-time test).
+    if constexpr (chosen.fell_back)
+      detail::note_fallback(Op::name, detail::on_target_device(chosen.expected.key, t),
+                            detail::on_target_device(chosen.chosen, t));
     const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<key>);
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");
