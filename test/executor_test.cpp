@@ -146,7 +146,80 @@ struct describe_op {
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(describe_cpu<float>{}));
 };
 
+// Reads an array of NCHW tensors on the CPU: counts the elements it receives in NCHW.
+template <class T>
+struct count_elements_cpu {
+  using dtype = T;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    Tensor out({1}, data_type::float32);
+    out.data<float>()[0] = 0;
+    for (const LoDTensor& t : ctx.input_arg("X").variable()->get<LoDTensorArray>())
+      out.data<float>()[0] += t.layout() == data_layout::nchw ? 1.f : 0.f;
+    ctx.output(0) = std::move(out);
+  }
+};
+struct count_elements_op {
+  static constexpr std::string_view name = "count_elements";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(count_elements_cpu<float>{}));
+};
+
+// For each variable of slot X: 1 when the kernel receives it in NCHW, 0 when it is empty, -1
+// in another layout.
+struct layouts_seen_cpu {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    const auto args = ctx.inputs("X");
+    Tensor out({std::int64_t(args.size())}, data_type::float32);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Tensor& t = args[i].tensor();
+      out.data<float>()[i] = !t.initialized() ? 0.f : t.layout() == data_layout::nchw ? 1.f : -1.f;
+    }
+    ctx.output(0) = std::move(out);
+  }
+};
+struct layouts_seen_op {
+  static constexpr std::string_view name = "layouts_seen";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(layouts_seen_cpu{}));
+};
+
+// Arrays in slots 1 and 2, cast to float; D decides the data type. For each of those slots,
+// how many elements the kernel receives as float NCHW.
+struct arrays_seen_cpu {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    Tensor out({2}, data_type::float32);
+    for (std::size_t s = 1; s <= 2; ++s) {
+      float n = 0;
+      for (const kernel_arg& a : ctx.inputs(s))
+        for (const LoDTensor& t : a.variable()->get<LoDTensorArray>())
+          n += t.layout() == data_layout::nchw && t.dtype() == data_type::float32 ? 1.f : 0.f;
+      out.data<float>()[s - 1] = n;
+    }
+    ctx.output(0) = std::move(out);
+  }
+};
+// X keeps its elements' layouts; Y's are re-laid out.
+struct arrays_seen_op {
+  static constexpr std::string_view name = "arrays_seen";
+  static constexpr std::array<std::string_view, 3> inputs{"D", "X", "Y"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr std::string_view data_type_input = "D";
+  static constexpr std::array<std::string_view, 2> cast_inputs{"X", "Y"};
+  static constexpr std::array<std::string_view, 1> keep_layout_inputs{"X"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(arrays_seen_cpu{}));
+};
+
 const bool registered = [] {
+  register_operator<layouts_seen_op>();
+  register_operator<arrays_seen_op>();
+  register_operator<count_elements_op>();
   register_operator<double_op>();
   register_operator<increment_op>();
   register_operator<fill_zero_op>();
@@ -296,6 +369,117 @@ TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
   const std::vector<op_invocation> empty{op("double", "nothing", "y")};
   CHECK_THROWS_WITH(executor.run(empty, scope),
                     Catch::Contains("operator 'double': no input that decides the data type holds data"));
+
+  // A block refused when it is prepared leaves the scope as it was: no variable is made for
+  // the operators before the one refused.
+  Scope untouched;
+  const std::vector<op_invocation> refused_second{op("double", "a", "b"), op("conv9d", "x", "y")};
+  CHECK_THROWS_WITH(executor.prepare(refused_second, untouched),
+                    Catch::Contains("unknown operator 'conv9d'"));
+  const std::vector<op_invocation> bad_attribute{op("double", "a", "b"),
+                                                 op("double", "b", "c", {{"op_device", std::int32_t(1)}})};
+  CHECK_THROWS_WITH(executor.prepare(bad_attribute, untouched),
+                    Catch::Contains("operator 'double' attribute 'op_device' holds int, not string"));
+  for (const char* name : {"a", "b", "c", "x", "y"}) CHECK(untouched.find_var(name) == nullptr);
+}
+
+TEST_CASE("a rerun chooses again when another variable of a slot is the empty one",
+          "[executor][regression]") {
+  Scope scope;
+  scope.var("a").set(LoDTensor());
+  scope.var("b").set(LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nhwc)));
+  const std::vector<op_invocation> program{{"layouts_seen", {{"X", {"a", "b"}}}, {{"Out", {"seen"}}}, {}}};
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program, scope);
+  executor.run(prepared);
+  CHECK(values(scope.get("seen")) == std::vector<float>{0, 1});
+  // The same states, one tensor NHWC and one empty, but in the other variable.
+  scope.get("a").set(LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nhwc)));
+  scope.get("b").set(LoDTensor());
+  executor.run(prepared);
+  CHECK(values(scope.get("seen")) == std::vector<float>{1, 0});
+}
+
+TEST_CASE("copies of an array are kept apart by what moves each element", "[executor][cache][regression]") {
+  // Element 0 is double NCHW (cast to float in both slots), element 1 float NHWC (kept in X,
+  // re-laid out in Y): the first element that moves has the same target in both slots.
+  Scope scope;
+  scope.var("d").set(LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nchw)));
+  scope.var("arrays").set(LoDTensorArray{
+      LoDTensor(transform(iota({1, 2, 2, 2}, 1, data_layout::nchw),
+                          kernel_key(cpu_place, data_type::float64, data_layout::nchw, library_type::plain))),
+      LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nhwc))});
+  Executor executor(cpu_place);
+  // The same array in both slots of one operator.
+  const std::vector<op_invocation> both{
+      {"arrays_seen", {{"D", {"d"}}, {"X", {"arrays"}}, {"Y", {"arrays"}}}, {{"Out", {"seen"}}}, {}}};
+  executor.run(both, scope);
+  CHECK(values(scope.get("seen")) == std::vector<float>{1, 2});
+  // In X by one operator, then in Y by the next: the second is not served the first's copy.
+  const std::vector<op_invocation> in_turn{
+      {"arrays_seen", {{"D", {"d"}}, {"X", {"arrays"}}}, {{"Out", {"first"}}}, {}},
+      {"arrays_seen", {{"D", {"d"}}, {"Y", {"arrays"}}}, {{"Out", {"second"}}}, {}}};
+  executor.run(in_turn, scope);
+  CHECK(values(scope.get("first")) == std::vector<float>{1, 0});
+  CHECK(values(scope.get("second")) == std::vector<float>{0, 2});
+}
+
+TEST_CASE("the transfer cache sees shape, offsets and rows changed through a kept reference",
+          "[executor][cache][regression]") {
+  Scope scope;
+  scope.var("w").set(LoDTensor(iota({1000})));
+  LoDTensor& kept = scope.get("w").get_mutable<LoDTensor>();
+  const std::vector<op_invocation> program{op("double", "w", "out")};
+  Executor executor(accelerator);
+  auto prepared = executor.prepare(program, scope);
+  executor.run(prepared);
+  kept.reshape({10, 100});  // metadata only: no version moves
+  executor.run(prepared);
+  CHECK(scope.get("out").get<LoDTensor>().dims() == dims{10, 100});
+  kept = LoDTensor(kept.slice(5, 10));  // the same storage, another offset
+  executor.run(prepared);
+  CHECK(scope.get("out").get<LoDTensor>().dims() == dims{5, 100});
+  CHECK(values(scope.get("out"))[0] == 1000.f);  // 2 * element 500
+
+  scope.var("rows").set(SelectedRows({1, 4}, 6, iota({2, 3})));
+  scope.var("seq").set(LoDTensor(iota({5, 2}), {{0, 2, 5}}));
+  SelectedRows& kept_rows = scope.get("rows").get_mutable<SelectedRows>();
+  LoDTensor& kept_seq = scope.get("seq").get_mutable<LoDTensor>();
+  scope.get("rows").set(copy_to(kept_rows, accelerator));
+  scope.get("seq").set(copy_to(kept_seq, accelerator));
+  SelectedRows& rows_on_device = scope.get("rows").get_mutable<SelectedRows>();
+  LoDTensor& seq_on_device = scope.get("seq").get_mutable<LoDTensor>();
+  const std::vector<op_invocation> describe{
+      {"describe", {{"Rows", {"rows"}}, {"Sequences", {"seq"}}}, {{"Out", {"d"}}}, {}}};
+  auto described = executor.prepare(describe, scope);
+  executor.run(described);
+  CHECK(values(scope.get("d")) == std::vector<float>{2, 6, 3});
+  rows_on_device.set_height(9);
+  seq_on_device.set_lod({{0, 1, 3, 5}});
+  executor.run(described);
+  CHECK(values(scope.get("d")) == std::vector<float>{2, 9, 4});
+}
+
+TEST_CASE("the trace of an array input names the element that moves", "[executor][trace]") {
+  // The first element is read as it is; the second moves from NHWC to NCHW.
+  Scope scope;
+  scope.var("arrays").set(LoDTensorArray{LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nchw)),
+                                         LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nhwc))});
+  const std::vector<op_invocation> program{op("count_elements", "arrays", "n")};
+  Executor executor(cpu_place);
+  std::vector<op_trace> trace;
+  executor.trace_into(&trace);
+  executor.run(program, scope);
+  executor.trace_into(nullptr);
+  REQUIRE(trace.size() == 1);
+  REQUIRE(trace[0].inputs.size() == 1);
+  const input_trace& moved = trace[0].inputs[0];
+  CHECK(moved.from.layout() == data_layout::nhwc);
+  CHECK(moved.to.layout() == data_layout::nchw);
+  CHECK(moved.chain == "first element that moves: layout NHWC->NCHW on Place(cpu)");
+  CHECK(values(scope.get("n")) == std::vector<float>{2});
+  // The variable itself is unchanged.
+  CHECK(scope.get("arrays").get<LoDTensorArray>()[1].layout() == data_layout::nhwc);
 }
 
 TEST_CASE("executors run concurrently on scopes that share read-only weights", "[executor][threads]") {

@@ -46,42 +46,91 @@ struct executor_stats {
   std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
 };
 
-// What a cached copy was made from, and what it is: a variable's version and the identity
-// and version of every storage its content views. Equal stamps mean the same bytes with the
-// same metadata: any write through an alias, a view or a kernel output moves a storage's
-// version, any change of shape, LoD or rows goes through the variable and moves its version.
+// What a cached copy was made from, and what it is: a variable's version; the identity and
+// version of every storage its content views; and what a copy shows besides the bytes: each
+// tensor's shape, data type, layout and offset in its storage, a LoDTensor's offsets (each
+// array element's), a SelectedRows' height and rows. Equal stamps mean the same bytes with
+// the same metadata: any write through an alias, a view or a kernel output moves a storage's
+// version, and a change of shape, LoD or rows shows even when made through a reference kept
+// from get_mutable (which moves the variable's version only when it is called).
 class content_stamp {
  public:
   content_stamp() = default;
   explicit content_stamp(const Variable& v) : version_(v.version()) {
-    v.for_each_tensor([&](const Tensor& t) { storages_.push_back({t.storage_id(), t.version()}); });
+    for_each_word(v, [&](std::uint64_t w) { words_.push_back(w); });
   }
   // Compares without allocating: on the cached rerun's path.
   bool matches(const Variable& v) const noexcept {
     if (v.version() != version_) return false;
     std::size_t i = 0;
     bool same = true;
-    v.for_each_tensor([&](const Tensor& t) {
-      same = same && i < storages_.size() && storages_[i].id == t.storage_id() &&
-             storages_[i].version == t.version();
+    for_each_word(v, [&](std::uint64_t w) {
+      same = same && i < words_.size() && words_[i] == w;
       ++i;
     });
-    return same && i == storages_.size();
+    return same && i == words_.size();
   }
 
  private:
-  struct storage {
-    std::uint64_t id, version;
-  };
+  // The stamp as words, passed to f one by one (lengths before lists, so that two contents
+  // never give the same words).
+  template <class F>
+  static void for_each_word(const Variable& v, F&& f) noexcept {
+    auto tensor = [&](const Tensor& t) {
+      f(t.storage_id());
+      f(t.version());
+      f(t.offset());
+      f(std::uint64_t(t.dtype()) << 32 | std::uint64_t(t.layout().id()));
+      f(t.dims().rank());
+      for (std::size_t d = 0; d < t.dims().rank(); ++d) f(std::uint64_t(t.dims()[d]));
+    };
+    auto list = [&](const auto& values) {
+      f(values.size());
+      for (const auto x : values) f(std::uint64_t(x));
+    };
+    auto lod_tensor = [&](const LoDTensor& t) {
+      tensor(t);
+      f(t.lod().size());
+      for (const auto& level : t.lod()) list(level);
+    };
+    if (v.is<LoDTensor>()) {
+      lod_tensor(v.get<LoDTensor>());
+    } else if (v.is<SelectedRows>()) {
+      const SelectedRows& rows = v.get<SelectedRows>();
+      tensor(rows.value());
+      f(std::uint64_t(rows.height()));
+      list(rows.rows());
+    } else if (v.is<LoDTensorArray>()) {
+      f(v.get<LoDTensorArray>().size());
+      for (const LoDTensor& element : v.get<LoDTensorArray>()) lod_tensor(element);
+    }
+  }
+
   std::uint64_t version_ = 0;
-  std::vector<storage> storages_;
+  std::vector<std::uint64_t> words_;
 };
 
-// Transformed inputs, keyed by the source variable's id and the target key (device
-// included). An entry is served only while the source's stamp (its version, and the identity
-// and version of each storage it views) is what it was made from, and while the copy's own
-// storages are unwritten (a kernel may write the input it was given). Bounded in bytes,
-// least recently used first out.
+// What a copy of an input is made for. A dense input: the key it is transformed to. A
+// LoDTensorArray, whose elements each move by rule 3 (input_target_key) over their own keys:
+// the kernel's key and the slot's flags that rule reads (cast, keep_layout), which decide
+// every element's target; one element's target would not.
+struct copy_key {
+  kernel_key target;
+  std::uint8_t array_rule = 0;  // 0 for a dense input; else 1 | cast << 1 | keep_layout << 2
+
+  static copy_key of(const selection_rules& rules, std::size_t slot, const Variable& v,
+                     const kernel_key& target, const kernel_key& kernel) noexcept {
+    if (!v.is<LoDTensorArray>()) return {target, 0};
+    return {kernel,
+            std::uint8_t(1u | unsigned(rules.casts(slot)) << 1 | unsigned(rules.keeps_layout(slot)) << 2)};
+  }
+  friend bool operator==(const copy_key&, const copy_key&) noexcept = default;
+};
+
+// Transformed inputs, keyed by the source variable's id and the copy key (device included). An
+// entry is served only while the source's stamp (content_stamp) is what it was made from, and
+// while the copy's own storages are unwritten (a kernel may write the input it was given).
+// Bounded in bytes, least recently used first out.
 class transfer_cache {
  public:
   explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
@@ -89,9 +138,10 @@ class transfer_cache {
   // The content of `source` as a kernel of key `target` needs it: `make(into)` writes it on
   // a miss; `bytes_copied` is what that copy moves between places.
   template <class Make>
-  const Variable& get(const Variable& source, const kernel_key& target, std::uint64_t bytes_copied,
+  const Variable& get(const Variable& source, const copy_key& made_for, std::uint64_t bytes_copied,
                       executor_stats& stats, Make&& make) {
-    const key k{source.id(), target.ordinal(), target.place().device()};
+    const kernel_key& target = made_for.target;
+    const key k{source.id(), target.ordinal() * 8 + made_for.array_rule, target.place().device()};
     if (auto it = entries_.find(k); it != entries_.end()) {
       if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
         lru_.splice(lru_.begin(), lru_, it->second.position);
@@ -129,7 +179,7 @@ class transfer_cache {
   struct key_hash {
     std::size_t operator()(const key& k) const noexcept {
       const auto [id, ordinal, device] = k;
-      return (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
+      return (std::size_t(id) * kernel_key::ordinal_count * 8 + ordinal) * 131 + std::size_t(device);
     }
   };
   struct entry {
@@ -228,7 +278,7 @@ class Executor {
     // one tensor each.
     struct local {  // this run's transfer-scope variables
       const Variable* source;
-      kernel_key target;
+      copy_key target;
       Variable* variable;
       Scope* scope;
     };
@@ -238,6 +288,7 @@ class Executor {
       selection_request request;  // what the attributes ask for, read once
       kernel_key expected;        // of the last choice
       std::vector<input_state> last_states;
+      std::vector<std::uint32_t> state_ends;           // of each input in last_states: an empty one has none
       std::vector<std::optional<kernel_key>> targets;  // rule 3's target of each input
       std::vector<local> locals;
     };
@@ -349,16 +400,20 @@ class Executor {
   }
 
   // The inputs' states of this run, in order, against those of the last choice (all of them,
-  // whether or not each input had one).
+  // whether or not each input had one), input by input: two variables of a slot that swap
+  // which one is empty give the same list of states, but not the same targets.
   static bool same_states(const prepared& p, const prepared::op& o, std::span<const prepared::input> ins) {
-    const std::vector<input_state>& last = p.cold_[std::size_t(&o - p.ops_.data())].last_states;
+    const prepared::cold& c = p.cold_[std::size_t(&o - p.ops_.data())];
+    const std::vector<input_state>& last = c.last_states;
     std::size_t seen = 0;
     bool same = true;
-    for (const prepared::input& in : ins)
-      for_each_input_state(*in.variable, in.slot, [&](const input_state& state) {
+    for (std::size_t i = 0; i < ins.size() && same; ++i) {
+      for_each_input_state(*ins[i].variable, ins[i].slot, [&](const input_state& state) {
         same = same && seen < last.size() && last[seen] == state;
         ++seen;
       });
+      same = same && seen == c.state_ends[i];
+    }
     return same && seen == last.size();
   }
 
@@ -370,12 +425,14 @@ class Executor {
     const operator_info& info = *o.info;
     const std::span<prepared::input> ins(p.inputs_.data() + o.first_input, o.input_count);
     c.last_states.clear();
+    c.state_ends.clear();
     o.entry = nullptr;  // until a kernel is chosen: a choice that throws leaves none
     o.plain = false;
     o.one_state_each = true;
     for (prepared::input& in : ins) {
       const std::size_t before = c.last_states.size();
       append_input_states(in.variable, in.slot, c.last_states);
+      c.state_ends.push_back(std::uint32_t(c.last_states.size()));
       o.one_state_each = o.one_state_each && c.last_states.size() == before + 1;
       if (c.last_states.size() == before + 1) in.keep(c.last_states.back().key);
     }
@@ -411,19 +468,22 @@ class Executor {
       if (!target) continue;
       Variable* v = p.inputs_[o.first_input + i].variable;
       const std::size_t s = p.inputs_[o.first_input + i].slot;
+      const copy_key made_for = copy_key::of(info.rules(), s, *v, *target, kernel);
       const executor_stats before = stats_;
       const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
         const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
-        return cache_.get(*v, *target, bytes, stats_, [&](Variable& into) {
+        return cache_.get(*v, made_for, bytes, stats_, [&](Variable& into) {
           transform_input(info.rules(), s, *v, *target, kernel, into);
         });
       });
       if (trace != nullptr) {
+        // The tensor whose move the target names: the dense one, or an array's first element
+        // that moves (its other elements may take other chains).
         const Tensor* t = tensor_of(*v);
-        const kernel_key from = t != nullptr ? key_of(*t) : key_of(first_element(*v));
+        const kernel_key from = key_of(*first_input_move(info.rules(), s, *v, t, kernel)->source);
         const std::string chain = plan_transform(from, *target).describe();
         trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
-                                 t != nullptr ? chain : "each element: " + chain,
+                                 t != nullptr ? chain : "first element that moves: " + chain,
                                  stats_.bytes_copied - before.bytes_copied,
                                  stats_.cache_hits > before.cache_hits});
       }
@@ -431,7 +491,7 @@ class Executor {
         child = &p.scope_->new_scope();
         ++stats_.child_scopes;
       }
-      p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, *target, transformed));
+      p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, made_for, transformed));
     }
   }
 
@@ -448,18 +508,12 @@ class Executor {
     for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += of(t);
     return bytes;
   }
-  // The first element of an array that holds data (an array that needs a transform has one).
-  static const Tensor& first_element(const Variable& v) {
-    for (const LoDTensor& t : v.get<LoDTensorArray>())
-      if (t.initialized()) return t;
-    throw error("variable '" + v.name() + "': no element holds data");
-  }
 
   // The variable of the transfer scope that views `content` for source `v` and `target`:
   // made once per run; when the child already holds the name for another target (the
   // same variable in two slots, transformed differently), in a new scope below it.
   static Variable& local_for(std::vector<prepared::local>& locals, Scope& child, const Variable& v,
-                             const kernel_key& target, const Variable& content) {
+                             const copy_key& target, const Variable& content) {
     Scope* scope = &child;
     for (const auto& [source, to, local, where] : locals) {
       if (source != &v) continue;
@@ -493,19 +547,36 @@ class Executor {
 #if FLUIDK_DETAIL_RUNTIME_HERE
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
                                                                    Scope& scope) const {
-  prepared p;
-  p.scope_ = &scope;
+  // What can refuse the block is looked at before the scope gets a variable, so that a
+  // refused block leaves the scope as it was: an unknown operator, a slot it does not
+  // declare, an attribute of the wrong kind.
+  std::vector<const operator_info*> infos;
+  std::vector<selection_request> requests;
+  infos.reserve(ops.size());
+  requests.reserve(ops.size());
   for (const op_invocation& call : ops) {
-    prepared::op o;
-    o.info = &find_operator(call.type);
-    // Appends the variables of the declared slots in order, and the slots' offsets.
-    auto bind = [&](const auto& given, std::span<const std::string_view> declared, const char* what,
-                    std::vector<Variable*>& vars) {
+    const operator_info& info = find_operator(call.type);
+    auto check = [&](const auto& given, std::span<const std::string_view> declared, const char* what) {
       for (const auto& [slot, names] : given) {
         bool known = false;
         for (std::string_view d : declared) known = known || d == slot;
         if (!known) throw error("operator '" + call.type + "' has no " + what + " slot '" + slot + "'");
       }
+    };
+    check(call.inputs, info.inputs(), "input");
+    check(call.outputs, info.outputs(), "output");
+    infos.push_back(&info);
+    requests.push_back(request_of(info, place_, call.attrs));
+  }
+  prepared p;
+  p.scope_ = &scope;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const op_invocation& call = ops[k];
+    prepared::op o;
+    o.info = infos[k];
+    // Appends the variables of the declared slots in order, and the slots' offsets.
+    auto bind = [&](const auto& given, std::span<const std::string_view> declared,
+                    std::vector<Variable*>& vars) {
       const std::size_t first = vars.size();
       p.offsets_.push_back(0);
       for (std::string_view d : declared) {
@@ -520,11 +591,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
     };
     o.first_offset = std::uint32_t(p.offsets_.size());
     o.first_input = std::uint32_t(p.input_variables_.size());
-    bind(call.inputs, o.info->inputs(), "input", p.input_variables_);
+    bind(call.inputs, o.info->inputs(), p.input_variables_);
     o.input_count = std::uint32_t(p.input_variables_.size() - o.first_input);
     o.input_slots = std::uint16_t(o.info->inputs().size());
     o.first_output = std::uint32_t(p.output_variables_.size());
-    bind(call.outputs, o.info->outputs(), "output", p.output_variables_);
+    bind(call.outputs, o.info->outputs(), p.output_variables_);
     o.output_count = std::uint32_t(p.output_variables_.size() - o.first_output);
     o.output_slots = std::uint16_t(o.info->outputs().size());
     for (std::uint16_t slot = 0; slot < o.input_slots; ++slot) {
@@ -534,7 +605,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
     }
     prepared::cold c;
     c.attrs = call.attrs;
-    c.request = request_of(*o.info, place_, c.attrs);
+    c.request = requests[k];
     c.targets.resize(o.input_count);
     c.first_arg = std::uint32_t(p.args_.size());
     for (std::uint32_t i = 0; i < o.input_count; ++i)
