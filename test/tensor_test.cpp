@@ -84,6 +84,34 @@ TEST_CASE("slices view rows of dimension 0 through an offset", "[tensor]") {
   CHECK(blocked.slice(1, 2).offset() == 8 * 4 * sizeof(float));
 }
 
+namespace {
+// A layout that blocks dimension 0 by 8 rows: physically [rows / 8][columns][8].
+struct nc8n {
+  using layout_tag = nc8n;
+  static constexpr layout_id id = 21;
+  static constexpr std::string_view name = "NC8n";
+  static constexpr int rank = 2;
+  static constexpr int block_axis = 0;
+  static constexpr int block_size = 8;
+};
+}  // namespace
+
+TEST_CASE("a layout that blocks dimension 0 is sliced in whole blocks", "[tensor][regression]") {
+  static_assert(detail::layout_check<nc8n>::value);
+  const Tensor t({20, 4}, data_type::float32, cpu_place, data_layout_of<nc8n>);  // 3 blocks, 96 rows stored
+  REQUIRE(t.storage_bytes() == 24 * 4 * sizeof(float));
+  const Tensor second = t.slice(8, 16);
+  CHECK(second.offset() == 8 * 4 * sizeof(float));
+  CHECK(second.storage_bytes() == 8 * 4 * sizeof(float));
+  const Tensor last = t.slice(16, 20);  // the padded last block, within the storage
+  CHECK(last.offset() == 16 * 4 * sizeof(float));
+  CHECK(last.offset() + last.storage_bytes() == t.storage_bytes());
+  CHECK(t.slice(0, 20).storage_bytes() == t.storage_bytes());
+  CHECK_THROWS_WITH(t.slice(1, 3), Catch::Contains("keeps dimension 0 in blocks of 8, so a slice begins at a "
+                                                   "multiple of 8 and ends at one or at the last row"));
+  CHECK_THROWS_WITH(t.slice(8, 12), Catch::Contains("blocks of 8"));
+}
+
 TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as it was", "[tensor][errors]") {
   Tensor t({2, 6}, data_type::float32);
   t.reshape({3, 4});
@@ -97,6 +125,14 @@ TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as 
   CHECK_THROWS_WITH(odd.set_layout(data_layout_of<layout::nChw8c>),
                     Catch::Contains("needs a different storage size"));
   CHECK(odd.layout() == data_layout::nchw);
+  // A blocked tensor's padding is no room for more elements: 3 and 5 channels both pad to 8.
+  Tensor padded({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
+  CHECK_THROWS_WITH(
+      padded.reshape({1, 5, 2, 2}),
+      Catch::Contains("cannot reshape [1, 3, 2, 2] to [1, 5, 2, 2]: the number of elements differs"));
+  CHECK_THROWS_WITH(padded.reshape({1, 12, 1, 1}),
+                    Catch::Contains("in layout nChw8c: its padded storage size differs"));
+  CHECK(padded.dims() == dims{1, 3, 2, 2});
 }
 
 TEST_CASE("typed_tensor carries place, data type and layout in its type", "[tensor][typed]") {
@@ -126,6 +162,7 @@ TEST_CASE("LoDTensor keeps several levels of sequence offsets, checked", "[tenso
   CHECK_THROWS_WITH(t.set_lod({{1, 5}}), Catch::Contains("must start with offset 0"));
   CHECK_THROWS_WITH(t.set_lod({{0, 3, 2, 5}}), Catch::Contains("decreasing offsets"));
   CHECK_THROWS_WITH(t.set_lod({{0, 3}, {0, 2, 5}}), Catch::Contains("the next level has 2 entries"));
+  CHECK_THROWS_WITH(t.set_lod({{0, 1}, {}}), Catch::Contains("LoD level 1 must start with offset 0"));
   CHECK(t.lod() == lod{{0, 2}, {0, 2, 5}});  // a rejected LoD leaves the old one
   CHECK_THROWS_WITH(t.sequence_count(2), Catch::Contains("LoD level 2 does not exist"));
 }

@@ -29,12 +29,16 @@ class LoDTensor : public Tensor {
   // Offsets must start at 0 and never decrease; each level's last offset is the number of
   // entries of the level below it (of rows for the last level).
   void set_lod(fluidk::lod offsets) {
+    // Every level's own form first: the ends are checked against the next level's size.
     for (std::size_t level = 0; level < offsets.size(); ++level) {
       const auto& o = offsets[level];
       if (o.empty() || o.front() != 0)
         throw error("LoD level " + std::to_string(level) + " must start with offset 0");
       for (std::size_t i = 1; i < o.size(); ++i)
         if (o[i] < o[i - 1]) throw error("LoD level " + std::to_string(level) + " has decreasing offsets");
+    }
+    for (std::size_t level = 0; level < offsets.size(); ++level) {
+      const auto& o = offsets[level];
       const std::size_t below = level + 1 < offsets.size() ? offsets[level + 1].size() - 1
                                 : dims().rank() > 0        ? std::size_t(dims()[0])
                                                            : 0;

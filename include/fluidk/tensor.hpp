@@ -125,12 +125,12 @@ class Tensor {
     return buffer_ != nullptr && buffer_ == other.buffer_;
   }
 
-  // The storage's identity, unique in the process (0 without data), and its version. Every
-  // tensor sharing the storage (copies, aliases, slices) sees the same two; every mutable
-  // route to the bytes moves the version on: data<T>() and the mutable handles of a non-const
-  // tensor, typed_tensor::data(), a kernel's outputs and copy_into. Read-only access never
-  // does, nor do reshape and set_layout, which change only this tensor's metadata. Writes through a pointer
-  // kept from an earlier access are not seen: say so with mark_modified() (docs/programs.md, "What the
+  // The storage's identity, unique in the process (0 without data), and its version. Every tensor
+  // sharing the storage (copies, aliases, slices) sees the same two; every mutable route to the
+  // bytes moves the version on: data<T>() and the mutable handles of a non-const tensor,
+  // typed_tensor::data(), a kernel's outputs and copy_into. Read-only access never does, nor do
+  // reshape and set_layout, which change only this tensor's metadata. Writes through a pointer kept
+  // from an earlier access are not seen: say so with mark_modified() (docs/programs.md, "What the
   // transfer cache sees").
   std::uint64_t storage_id() const noexcept { return buffer_ ? buffer_->id() : 0; }
   std::uint64_t version() const noexcept { return buffer_ ? buffer_->version() : 0; }
@@ -162,16 +162,26 @@ class Tensor {
   }
 
   // Rows [begin, end) of dimension 0, sharing the buffer. Dimension 0 is outermost in every
-  // layout, blocked ones included, so a slice is one contiguous range.
+  // layout, blocked ones included, so a slice is one contiguous range. A layout that blocks
+  // dimension 0 itself (by b rows) keeps b rows together: a slice of it begins at a multiple
+  // of b and ends at one or at the last row, so that it is whole blocks (the last one padded
+  // as before).
   Tensor slice(std::int64_t begin, std::int64_t end) const {
     if (!initialized()) throw error("slice of a tensor that holds no data");
     if (dims_.rank() == 0 || begin < 0 || end < begin || end > dims_[0])
       throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
                   ") is out of range for shape " + dims_.to_string());
+    const std::int64_t block = layout_.block_axis() == 0 ? layout_.block_size() : 1;
+    if (begin % block != 0 || (end % block != 0 && end != dims_[0]))
+      throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + describe() +
+                  ": the layout keeps dimension 0 in blocks of " + std::to_string(block) +
+                  ", so a slice begins at a multiple of " + std::to_string(block) +
+                  " and ends at one or at the last row");
     Tensor out = *this;
-    const std::size_t row_bytes = dims_[0] == 0 ? 0 : storage_bytes() / std::size_t(dims_[0]);
+    const std::int64_t groups = (dims_[0] + block - 1) / block;
+    const std::size_t group_bytes = groups == 0 ? 0 : storage_bytes() / std::size_t(groups);
     out.dims_.set(0, end - begin);
-    out.offset_ = offset_ + std::size_t(begin) * row_bytes;
+    out.offset_ = offset_ + std::size_t(begin / block) * group_bytes;
     return out;
   }
 
@@ -190,9 +200,12 @@ class Tensor {
   // variable's tensor is reached through Variable::get_mutable, which moves the variable's
   // version; a resize to another size is a new tensor, with new storage.)
   Tensor& reshape(const fluidk::dims& shape) {
-    if (initialized() && storage_bytes_of(shape, dtype_, layout_, place_) != storage_bytes())
+    if (initialized() && shape.numel() != dims_.numel())
       throw error("cannot reshape " + dims_.to_string() + " to " + shape.to_string() +
                   ": the number of elements differs");
+    if (initialized() && storage_bytes_of(shape, dtype_, layout_, place_) != storage_bytes())
+      throw error("cannot reshape " + dims_.to_string() + " to " + shape.to_string() + " in layout " +
+                  std::string(name_of(layout_)) + ": its padded storage size differs");
     dims_ = shape;
     return *this;
   }
