@@ -11,6 +11,7 @@
 #include <limits>
 #include <ops/lookup_table_grad.hpp>  // the rules of sum and lookup_table_grad, as the operators declare them
 #include <ops/sum.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,10 @@ std::string error_of(F&& f) {
 
 TEST_CASE("VarDesc, OpDesc: accessors and equality", "[program]") {
   REQUIRE(registered);
+  // An attribute without a name could not be written as program text, nor read back.
+  attribute_map attrs;
+  CHECK_THROWS_WITH(attrs.set("", std::int32_t(1)), "fluidk: an attribute needs a name");
+  CHECK(attrs.size() == 0);
   const VarDesc v{"x"};
   CHECK(v.kind == var_kind::lod_tensor);
   CHECK(v.dtype == data_type::float32);
@@ -200,6 +205,26 @@ TEST_CASE("ProgramDesc: blocks", "[program]") {
   assigned.global_block().var("w").persistable = false;
   CHECK(moved.global_block().get_var("w").persistable);
   CHECK_FALSE(assigned == moved);
+
+  // A copy of one block belongs to no program: it outlives the original's, and finds only its
+  // own variables.
+  std::optional<BlockDesc> lone;
+  {
+    ProgramDesc gone = program;
+    gone.block(2).var("local");
+    lone.emplace(gone.block(2));
+  }
+  CHECK(lone->idx() == 2);
+  CHECK(lone->parent_block() == nullptr);
+  CHECK(lone->find_var_recursive("w") == nullptr);
+  CHECK(lone->find_var_recursive("local") != nullptr);
+  // Assigning a block keeps it in its own program: lookups go through this program's blocks.
+  ProgramDesc other = program;
+  other.global_block().var("w").dtype = data_type::int64;
+  other.block(2) = program.block(2);
+  CHECK(other.block(2).parent_block() == &other.block(1));
+  CHECK(other.block(2).find_var_recursive("w") == &other.global_block().get_var("w"));
+  CHECK(other.block(2).find_var_recursive("w")->dtype == data_type::int64);
 }
 
 TEST_CASE("append_op: validation", "[program][append_op]") {

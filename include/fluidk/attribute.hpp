@@ -44,7 +44,9 @@ class attribute_map {
     for (const auto& [name, value] : entries) set(name, value);
   }
 
+  // An attribute needs a name (the program text could not write one without it).
   void set(std::string_view name, attribute value) {
+    if (name.empty()) throw error("an attribute needs a name");
     const auto it = lower_bound(name);
     if (it != entries_.end() && it->first == name)
       it->second = std::move(value);

@@ -199,6 +199,41 @@ class BlockDesc {
  public:
   // A standalone block: index 0, no parent.
   BlockDesc() = default;
+  // A copy is a block of no program: its variables and operators, and the index and parent
+  // index it had, but lookups through parents end at it (the original's program may be gone).
+  // A ProgramDesc that copies its blocks links the copies to itself.
+  BlockDesc(const BlockDesc& other)
+      : idx_(other.idx_),
+        parent_(other.parent_),
+        vars_(other.vars_),
+        index_(other.index_),
+        ops_(other.ops_) {}
+  BlockDesc(BlockDesc&& other) noexcept
+      : idx_(other.idx_),
+        parent_(other.parent_),
+        vars_(std::move(other.vars_)),
+        index_(std::move(other.index_)),
+        ops_(std::move(other.ops_)) {}
+  // Assigning replaces the variables and operators only: the block stays where it is (its
+  // program, index and parent), so that program.block(1) = other.block(1) still looks up
+  // through this program's blocks.
+  BlockDesc& operator=(const BlockDesc& other) {
+    if (this != &other) {
+      vars_ = other.vars_;
+      index_ = other.index_;
+      ops_ = other.ops_;
+    }
+    return *this;
+  }
+  BlockDesc& operator=(BlockDesc&& other) noexcept {
+    if (this != &other) {
+      vars_ = std::move(other.vars_);
+      index_ = std::move(other.index_);
+      ops_ = std::move(other.ops_);
+    }
+    return *this;
+  }
+  ~BlockDesc() = default;
 
   std::size_t idx() const noexcept { return idx_; }
   // The index of the enclosing block; none for the global block and a standalone one.
@@ -293,7 +328,7 @@ class ProgramDesc {
   ProgramDesc(ProgramDesc&& other) noexcept : blocks_(std::move(other.blocks_)) { relink(); }
   ProgramDesc& operator=(const ProgramDesc& other) {
     if (this != &other) {
-      blocks_ = other.blocks_;
+      blocks_ = std::deque<BlockDesc>(other.blocks_);  // copies made whole (index and parent too)
       relink();
     }
     return *this;
