@@ -162,6 +162,17 @@ TEST_CASE("a tensor on another device of the same kind is moved", "[transforms][
   const auto typed = tensor_cast<accelerator, float>(on0);
   CHECK(fluidk::transform<kernel_type<accelerator, float>>(typed, 1).place() == place::of<accelerator>(1));
   CHECK(fluidk::transform<kernel_type<accelerator, float>>(typed, 0).tensor().shares_buffer_with(on0));
+  // With a widening cast, the static path moves the narrow data first (as the runtime plan
+  // does), with the same bytes as the runtime path.
+  const kernel_key half_on0 = kernel_type<accelerator, float16>::key(0);
+  const Tensor narrow = transform(on0, half_on0);
+  const Tensor widened = transform(narrow, on1);
+  CHECK(plan_transform(half_on0, on1).describe() ==
+        "copy Place(acc:0)->Place(acc:1), cast float16->float on Place(acc:1)");
+  const auto typed_half = tensor_cast<accelerator, float16>(narrow);
+  const Tensor statically = fluidk::transform<kernel_type<accelerator, float>>(typed_half, 1).tensor();
+  CHECK(statically.place() == place::of<accelerator>(1));
+  CHECK(same_bytes(copy_to(statically, cpu_place), copy_to(widened, cpu_place)));
 }
 
 TEST_CASE("plans are memoised, shared between threads, and described", "[transforms][runtime]") {
@@ -215,6 +226,10 @@ TEST_CASE("no chain: a clear error naming both keys and the missing axis", "[tra
   const Tensor before = copy_to(src, cpu_place);
   CHECK_THROWS_AS(transform(src, kernel_type<cpu, float, layout::nc>::key()), not_registered);
   CHECK(same_bytes(src, before));
+  // A tensor that holds no data: an error, not a read through a null handle.
+  CHECK_THROWS_WITH(
+      transform(Tensor(), kernel_type<cpu, float16>::key()),
+      Catch::Contains("transform of a tensor that holds no data (cast float->float16 on Place(cpu))"));
 }
 
 TEST_CASE("sequence offsets and selected rows survive a transform", "[transforms]") {

@@ -70,6 +70,8 @@ class transform_plan {
 };
 #if FLUIDK_DETAIL_RUNTIME_HERE
 FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform_plan::apply(const Tensor& src) const {
+  if (!src.initialized() && !steps_.empty())
+    throw error("transform of a tensor that holds no data (" + describe() + ")");
   Tensor current = src;
   if (relabel_ != current.layout()) current.set_layout(relabel_);
   for (const transform_plan_step& step : steps_) {

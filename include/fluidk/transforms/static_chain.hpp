@@ -223,20 +223,26 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
   } else {
     Tensor current = src.tensor();
     if constexpr (start != data_layout_of<L>) current.set_layout(start);  // ANY_LAYOUT read as NCHW or NC
+    // The chain works on place kinds; a tensor on another device of the target kind moves
+    // there, before the chain when it widens the elements and after it otherwise, so that the
+    // fewer bytes cross (as the runtime planner, which sees devices, orders a cast and a copy).
+    auto to_device = [&] {
+      if constexpr (to_place::has_device_id) {
+        if (current.place().device() != device) {
+          Tensor moved(current.dims(), current.dtype(), place::of<to_place>(device), current.layout());
+          copy_traits<to_place, to_place>::copy(moved.memory(), current.memory(), current.storage_bytes());
+          current = std::move(moved);
+        }
+      }
+    };
+    if constexpr (std::is_same_v<P, to_place> && sizeof(T) < sizeof(typename To::dtype_t)) to_device();
     boost::mp11::mp_for_each<steps>([&](auto step) {
       using Step = decltype(step);
       Tensor next = detail::allocate_step_output<Step, to_place>(current, device);
       Step::run(current, next);
       current = std::move(next);
     });
-    // The chain works on place kinds; a tensor on another device of the target kind moves.
-    if constexpr (to_place::has_device_id) {
-      if (current.place().device() != device) {
-        Tensor moved(current.dims(), current.dtype(), place::of<to_place>(device), current.layout());
-        copy_traits<to_place, to_place>::copy(moved.memory(), current.memory(), current.storage_bytes());
-        current = std::move(moved);
-      }
-    }
+    to_device();
     return result_type::unchecked(std::move(current));
   }
 }
