@@ -79,6 +79,18 @@ TEMPLATE_LIST_TEST_CASE("copies on the place and of slices move exactly the byte
   copy_into(target_rows, ones);
   const Tensor target_back = device_tests::host_copy(target);
   for (int i = 0; i < 30; ++i) CHECK(target_back.data<std::int32_t>()[i] == (i >= 5 && i < 15 ? -1 : i));
+
+  // Between overlapping rows of one buffer, either way, as memmove would.
+  Tensor down = copy_to(host, where);
+  Tensor rows_1_to_5 = down.slice(1, 6);
+  copy_into(rows_1_to_5, down.slice(0, 5));
+  const Tensor down_back = device_tests::host_copy(down);
+  for (int i = 0; i < 30; ++i) CHECK(down_back.data<std::int32_t>()[i] == (i < 5 ? i : i - 5));
+  Tensor up = copy_to(host, where);
+  Tensor rows_0_to_4 = up.slice(0, 5);
+  copy_into(rows_0_to_4, up.slice(1, 6));
+  const Tensor up_back = device_tests::host_copy(up);
+  for (int i = 0; i < 30; ++i) CHECK(up_back.data<std::int32_t>()[i] == (i < 25 ? i + 5 : i));
 }
 
 TEMPLATE_LIST_TEST_CASE("tensors that share data share the device buffer", "[devices]", test_places) {

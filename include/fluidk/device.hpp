@@ -67,7 +67,8 @@ struct device_traits;
 
 // Specialised by a backend for each pair of place kinds it can copy between. copy() may
 // queue the work on a stream, but returns only when the source may be freed, and when the
-// destination is host-accessible, only when the bytes have arrived.
+// destination is host-accessible, only when the bytes have arrived. The two ranges may be
+// overlapping parts of one buffer (slices of one tensor): the result is memmove's.
 //   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes);
 template <class From, class To>
 struct copy_traits;

@@ -334,8 +334,24 @@ struct copy_traits<cuda, cuda> {
     if (from == to) {
       const detail::cuda_device_guard guard(to);
       detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
-      detail::cuda_copy_check(cudaMemcpyAsync(detail::cuda_address(dst), detail::cuda_address(src), bytes,
-                                              cudaMemcpyDeviceToDevice, target.stream()),
+      auto* const d = static_cast<std::byte*>(detail::cuda_address(dst));
+      const auto* const s = static_cast<const std::byte*>(detail::cuda_address(src));
+      if (bytes == 0 || d == s) return;  // nothing moves
+      // cudaMemcpy's ranges must not overlap: overlapping ones (two slices of one buffer) go
+      // through a buffer of the stream's own, like memmove, all queued in order.
+      if (d < s + bytes && s < d + bytes) {
+        void* staging = nullptr;
+        detail::cuda_copy_check(cudaMallocAsync(&staging, bytes, target.stream()), "cudaMallocAsync", dst,
+                                src);
+        cudaError_t status = cudaMemcpyAsync(staging, s, bytes, cudaMemcpyDeviceToDevice, target.stream());
+        if (status == cudaSuccess)
+          status = cudaMemcpyAsync(d, staging, bytes, cudaMemcpyDeviceToDevice, target.stream());
+        const cudaError_t freed = cudaFreeAsync(staging, target.stream());
+        detail::cuda_copy_check(status, "cudaMemcpyAsync", dst, src);
+        detail::cuda_copy_check(freed, "cudaFreeAsync", dst, src);
+        return;
+      }
+      detail::cuda_copy_check(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, target.stream()),
                               "cudaMemcpyAsync", dst, src);
       return;
     }
