@@ -345,6 +345,17 @@ TEST_CASE("the transfer cache reuses unchanged weights and never serves stale da
   const std::vector<op_invocation> two{op("double", "w", "o1"), op("double", "v", "o2")};
   small.run(two, scope);
   CHECK(small.cache().size() == 1);
+
+  // Least recently used first out: with room for two copies, a, b, a, c, a evicts b for c and
+  // serves a twice (first in, first out would evict a for c, and copy it again).
+  for (const char* name : {"a", "b", "c"}) scope.var(name).set(LoDTensor(iota({10})));
+  Executor two_copies(accelerator, 80);
+  const std::vector<op_invocation> turns{op("double", "a", "o1"), op("double", "b", "o2"),
+                                         op("double", "a", "o3"), op("double", "c", "o4"),
+                                         op("double", "a", "o5")};
+  two_copies.run(turns, scope);
+  CHECK(two_copies.stats().transforms == 3);
+  CHECK(two_copies.stats().cache_hits == 2);
 }
 
 TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms", "[executor]") {

@@ -30,6 +30,9 @@ class SelectedRows {
   const Tensor& value() const noexcept { return value_; }
   Tensor& value() noexcept { return value_; }
 
+  // Checked against the height only, not against the value: rows and value are replaced one
+  // after the other, in either order (or at once, by the constructor, which checks both).
+  // What reads the pair (copy_to, the transforms) refuses a value without one row per index.
   void set_rows(std::vector<std::int64_t> rows) {
     std::swap(rows_, rows);
     try {

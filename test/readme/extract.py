@@ -33,8 +33,10 @@ import re
 import sys
 
 FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```", re.S | re.M)
-# Fences of other names for C++, which would be left out: refused, so that none is.
-OTHER_CPP = re.compile(r"^```(c\+\+|cxx|cc|hpp|cu|cuda|h)\s*$", re.M | re.I)
+# Fences of C++ written any other way than a plain ```cpp line at the margin (other names,
+# another case, an info string after the name, an indent, ~~~), which FENCE would leave out:
+# refused, so that none is.
+CPP_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[ \t]*(?:c\+\+|cpp|cxx|cc|hpp|cu|cuda|h)(?!\w).*$", re.M | re.I)
 MAIN = re.compile(r"\bint\s+main\s*\(")
 BACKENDS = {"onednn", "opencl", "cuda"}
 
@@ -46,8 +48,10 @@ def fail(message):
 def blocks(page):
     """Yields (number, marker words, body) for each ```cpp block of the page, from 1."""
     text = open(page, encoding="utf-8").read()
-    if other := OTHER_CPP.search(text):
-        fail(f"{page}: a ```{other.group(1)} block: write C++ as ```cpp, so that the tests compile it")
+    for fence in CPP_FENCE.finditer(text):
+        if fence.group(0) != "```cpp":
+            fail(f"{page}: a block opened with {fence.group(0)!r}: write C++ as a plain ```cpp line "
+                 "at the margin, so that the tests compile it")
     for number, match in enumerate(FENCE.finditer(text), 1):
         yield number, (match.group("marker") or "").split(), match.group("body")
 
