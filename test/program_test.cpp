@@ -218,6 +218,9 @@ TEST_CASE("ProgramDesc: blocks", "[program]") {
   CHECK(lone->parent_block() == nullptr);
   CHECK(lone->find_var_recursive("w") == nullptr);
   CHECK(lone->find_var_recursive("local") != nullptr);
+  BlockDesc standalone;
+  standalone = *lone;  // a block of no program takes the index and parent index too
+  CHECK(standalone == *lone);
   // Assigning a block keeps it in its own program: lookups go through this program's blocks.
   ProgramDesc other = program;
   other.global_block().var("w").dtype = data_type::int64;

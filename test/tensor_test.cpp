@@ -98,7 +98,7 @@ struct nc8n {
 
 TEST_CASE("a layout that blocks dimension 0 is sliced in whole blocks", "[tensor][regression]") {
   static_assert(detail::layout_check<nc8n>::value);
-  const Tensor t({20, 4}, data_type::float32, cpu_place, data_layout_of<nc8n>);  // 3 blocks, 96 rows stored
+  const Tensor t({20, 4}, data_type::float32, cpu_place, data_layout_of<nc8n>);  // 3 blocks: 24 rows stored
   REQUIRE(t.storage_bytes() == 24 * 4 * sizeof(float));
   const Tensor second = t.slice(8, 16);
   CHECK(second.offset() == 8 * 4 * sizeof(float));
@@ -110,6 +110,8 @@ TEST_CASE("a layout that blocks dimension 0 is sliced in whole blocks", "[tensor
   CHECK_THROWS_WITH(t.slice(1, 3), Catch::Contains("keeps dimension 0 in blocks of 8, so a slice begins at a "
                                                    "multiple of 8 and ends at one or at the last row"));
   CHECK_THROWS_WITH(t.slice(8, 12), Catch::Contains("blocks of 8"));
+  CHECK(t.slice(20, 20).storage_bytes() == 0);  // empty slices anywhere, as unblocked
+  CHECK(t.slice(3, 3).storage_bytes() == 0);
 }
 
 TEST_CASE("reshape and set_layout keep the storage size, or leave the tensor as it was", "[tensor][errors]") {

@@ -16,11 +16,14 @@ using detail::planning::step_kind;
 using fluidk_test::accelerator;
 
 // The accelerator casts between float and float16 on its own, and has no layout transforms.
+// The device of its last cast, to see where a chain cast.
+inline int last_accelerator_cast_device = -1;
 template <class From, class To>
 requires((std::is_same_v<From, float> && std::is_same_v<To, float16>) ||
          (std::is_same_v<From, float16> &&
           std::is_same_v<To, float>)) struct fluidk::cast_transform<accelerator, From, To> {
   static void run(const Tensor& src, Tensor& dst) {
+    last_accelerator_cast_device = src.place().device();
     const auto* in = static_cast<const From*>(src.handle());
     auto* out = static_cast<To*>(dst.handle());
     for (std::size_t i = 0; i < src.storage_bytes() / sizeof(From); ++i) out[i] = To(in[i]);
@@ -170,7 +173,9 @@ TEST_CASE("a tensor on another device of the same kind is moved", "[transforms][
   CHECK(plan_transform(half_on0, on1).describe() ==
         "copy Place(acc:0)->Place(acc:1), cast float16->float on Place(acc:1)");
   const auto typed_half = tensor_cast<accelerator, float16>(narrow);
+  last_accelerator_cast_device = -1;
   const Tensor statically = fluidk::transform<kernel_type<accelerator, float>>(typed_half, 1).tensor();
+  CHECK(last_accelerator_cast_device == 1);  // the cast ran on the target device, after the move
   CHECK(statically.place() == place::of<accelerator>(1));
   CHECK(same_bytes(copy_to(statically, cpu_place), copy_to(widened, cpu_place)));
 }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -75,7 +76,7 @@ class content_stamp {
   // The stamp as words, passed to f one by one (lengths before lists, so that two contents
   // never give the same words).
   template <class F>
-  static void for_each_word(const Variable& v, F&& f) noexcept {
+  static void for_each_word(const Variable& v, F&& f) {
     auto tensor = [&](const Tensor& t) {
       f(t.storage_id());
       f(t.version());
@@ -112,17 +113,17 @@ class content_stamp {
 
 // What a copy of an input is made for. A dense input: the key it is transformed to. A
 // LoDTensorArray, whose elements each move by rule 3 (input_target_key) over their own keys:
-// the kernel's key and the slot's flags that rule reads (cast, keep_layout), which decide
-// every element's target; one element's target would not.
+// the kernel's key with the operator's rules and the slot, which decide every element's
+// target whatever rule 3 reads of them (one element's target would not).
 struct copy_key {
   kernel_key target;
-  std::uint8_t array_rule = 0;  // 0 for a dense input; else 1 | cast << 1 | keep_layout << 2
+  const selection_rules* rules = nullptr;  // an array's operator rules; null for a dense input
+  std::uint32_t slot = 0;                  // an array's slot
 
   static copy_key of(const selection_rules& rules, std::size_t slot, const Variable& v,
                      const kernel_key& target, const kernel_key& kernel) noexcept {
-    if (!v.is<LoDTensorArray>()) return {target, 0};
-    return {kernel,
-            std::uint8_t(1u | unsigned(rules.casts(slot)) << 1 | unsigned(rules.keeps_layout(slot)) << 2)};
+    if (!v.is<LoDTensorArray>()) return {target, nullptr, 0};
+    return {kernel, &rules, std::uint32_t(slot)};
   }
   friend bool operator==(const copy_key&, const copy_key&) noexcept = default;
 };
@@ -135,13 +136,13 @@ class transfer_cache {
  public:
   explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
 
-  // The content of `source` as a kernel of key `target` needs it: `make(into)` writes it on
+  // The content of `source` as the copy `made_for` needs it: `make(into)` writes it on
   // a miss; `bytes_copied` is what that copy moves between places.
   template <class Make>
   const Variable& get(const Variable& source, const copy_key& made_for, std::uint64_t bytes_copied,
                       executor_stats& stats, Make&& make) {
     const kernel_key& target = made_for.target;
-    const key k{source.id(), target.ordinal() * 8 + made_for.array_rule, target.place().device()};
+    const key k{source.id(), target.ordinal(), target.place().device(), made_for.rules, made_for.slot};
     if (auto it = entries_.find(k); it != entries_.end()) {
       if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
         lru_.splice(lru_.begin(), lru_, it->second.position);
@@ -175,11 +176,14 @@ class transfer_cache {
   }
 
  private:
-  using key = std::tuple<std::uint64_t, std::size_t, int>;
+  // The source's id, the copy key's target (ordinal and device), rules and slot.
+  using key = std::tuple<std::uint64_t, std::size_t, int, const selection_rules*, std::uint32_t>;
   struct key_hash {
     std::size_t operator()(const key& k) const noexcept {
-      const auto [id, ordinal, device] = k;
-      return (std::size_t(id) * kernel_key::ordinal_count * 8 + ordinal) * 131 + std::size_t(device);
+      const auto [id, ordinal, device, rules, slot] = k;
+      const std::size_t h =
+          (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
+      return rules == nullptr ? h : h ^ (std::hash<const selection_rules*>()(rules) * 31 + slot);
     }
   };
   struct entry {

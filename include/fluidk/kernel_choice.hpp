@@ -41,7 +41,7 @@ struct selection_rules {
   std::uint64_t keep_layout = 0;          // bit s: slot s keeps its own layout
   std::size_t data_type_input = none;     // the slot whose data type decides, if any
   bool data_type_from_attribute = false;  // the operator takes its data type from an attribute
-  std::optional<place> run_on;            // the place kind the operator always runs on (device 0)
+  std::optional<place> run_on;            // the place kind it always runs on, as its device 0
   fallback_policy fallback = fallback_policy::none;
 
   constexpr bool exempt(std::size_t slot) const noexcept { return (no_transform >> slot) & 1u; }

@@ -313,9 +313,11 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
 // otherwise (op_device, use_onednn and the other request attributes, the data-type
 // attribute) are refused before anything runs, naming both. Rule 1a decides which place
 // op_device would give, as on the runtime path.
-[[gnu::cold, gnu::noinline]] inline void check_request_attributes(
-    std::string_view op, const selection_rules& rules, const attribute_map& attrs, const place& target_place,
-    library_type target_library, std::string_view dtype_attribute, std::optional<data_type> dtype) {
+[[gnu::noinline]] inline void check_request_attributes(std::string_view op, const selection_rules& rules,
+                                                       const attribute_map& attrs, const place& target_place,
+                                                       library_type target_library,
+                                                       std::string_view dtype_attribute,
+                                                       std::optional<data_type> dtype) {
   selection_request given;
   given.executor_place = target_place;
   selection_request asked = given;
@@ -328,14 +330,6 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
   if (dtype)
     if (const auto d = attribute_data_type(attrs, dtype_attribute, op); d && *d != *dtype)
       attribute_disagrees(op, dtype_attribute, name_of(*d), "in " + std::string(name_of(*dtype)));
-}
-
-// A key of a static selection on the device the call runs on: a key on the target's place
-// kind is on device 0 there (the device is known only at run time) and moves to the
-// target's; a key on another kind stays on its device 0, as kernel_context runs it.
-template <class Target>
-kernel_key on_target_device(const kernel_key& key, const Target& t) {
-  return key.place().kind_id() == Target::place_t::id ? key.with_place(t.context().place()) : key;
 }
 
 }  // namespace detail
@@ -398,10 +392,12 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                                        library_type_of<typename Target::library_t>,
                                        data_type_attribute_of<Op>(), dtype);
     }
-    // A fallback is counted and reported, as on the runtime path (one compile-time test).
+    // A fallback is counted and reported, as on the runtime path (one compile-time test). The
+    // static keys are on device 0 (the device is known only at run time); on_device puts a key
+    // of the target's kind on its device, as kernel_context runs it.
     if constexpr (chosen.fell_back)
-      detail::note_fallback(Op::name, detail::on_target_device(chosen.expected.key, t),
-                            detail::on_target_device(chosen.chosen, t));
+      detail::note_fallback(Op::name, on_device(chosen.expected.key, t.context().place()),
+                            on_device(chosen.chosen, t.context().place()));
     const auto& kernel = boost::hana::at_key(Op::kernels, boost::hana::type_c<key>);
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");

@@ -163,16 +163,16 @@ class Tensor {
 
   // Rows [begin, end) of dimension 0, sharing the buffer. Dimension 0 is outermost in every
   // layout, blocked ones included, so a slice is one contiguous range. A layout that blocks
-  // dimension 0 itself (by b rows) keeps b rows together: a slice of it begins at a multiple
-  // of b and ends at one or at the last row, so that it is whole blocks (the last one padded
-  // as before).
+  // dimension 0 itself (by b rows) keeps b rows together: a slice of it (but an empty one)
+  // begins at a multiple of b and ends at one or at the last row, so that it is whole blocks
+  // (the last one padded as before).
   Tensor slice(std::int64_t begin, std::int64_t end) const {
     if (!initialized()) throw error("slice of a tensor that holds no data");
     if (dims_.rank() == 0 || begin < 0 || end < begin || end > dims_[0])
       throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
                   ") is out of range for shape " + dims_.to_string());
     const std::int64_t block = layout_.block_axis() == 0 ? layout_.block_size() : 1;
-    if (begin % block != 0 || (end % block != 0 && end != dims_[0]))
+    if (begin != end && (begin % block != 0 || (end % block != 0 && end != dims_[0])))
       throw error("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + describe() +
                   ": the layout keeps dimension 0 in blocks of " + std::to_string(block) +
                   ", so a slice begins at a multiple of " + std::to_string(block) +

@@ -34,9 +34,9 @@ import sys
 
 FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```", re.S | re.M)
 # Fences of C++ written any other way than a plain ```cpp line at the margin (other names,
-# another case, an info string after the name, an indent, ~~~), which FENCE would leave out:
-# refused, so that none is.
-CPP_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[ \t]*(?:c\+\+|cpp|cxx|cc|hpp|cu|cuda|h)(?!\w).*$", re.M | re.I)
+# another case, an info string after the name, an indent, more backticks, ~~~, {.cpp}), which
+# FENCE would leave out: refused, so that none is.
+CPP_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*\{?[ \t]*\.?(?:c\+\+|cpp|cxx|cc|hpp|cu|cuda|h)(?!\w).*$", re.M | re.I)
 MAIN = re.compile(r"\bint\s+main\s*\(")
 BACKENDS = {"onednn", "opencl", "cuda"}
 

@@ -7,12 +7,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "fluidk/kernel_type.hpp"
 
@@ -28,6 +28,20 @@ struct fallback_event {
 namespace detail {
 
 class fallback_log {
+  // One (operator, expected key) that fell back. Few ever do, so a list searched in order
+  // serves (and compiles faster than a map in every file of the static path).
+  struct entry {
+    std::string op;
+    kernel_key expected;
+    std::size_t count;
+  };
+  template <class Entries>
+  static auto* find(Entries& entries, std::string_view op, const kernel_key& expected) noexcept {
+    for (auto& e : entries)
+      if (e.expected == expected && e.op == op) return &e;
+    return static_cast<decltype(&entries[0])>(nullptr);
+  }
+
  public:
   static fallback_log& instance() {
     static fallback_log log;
@@ -45,7 +59,11 @@ class fallback_log {
     std::shared_ptr<const std::function<void(const fallback_event&)>> reporter;
     {
       const std::lock_guard lock(mutex_);
-      if (counts_[{std::string(event.op), event.expected}]++ != 0) return;
+      if (entry* e = find(counts_, event.op, event.expected)) {
+        ++e->count;
+        return;
+      }
+      counts_.push_back({std::string(event.op), event.expected, 1});
       reporter = reporter_;
     }
     if (reporter && *reporter)
@@ -58,17 +76,18 @@ class fallback_log {
 
   std::size_t count(std::string_view op, const kernel_key& expected) const {
     const std::lock_guard lock(mutex_);
-    const auto it = counts_.find({std::string(op), expected});
-    return it == counts_.end() ? 0 : it->second;
+    const entry* e = find(counts_, op, expected);
+    return e != nullptr ? e->count : 0;
   }
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::pair<std::string, kernel_key>, std::size_t> counts_;
+  std::vector<entry> counts_;
   std::shared_ptr<const std::function<void(const fallback_event&)>> reporter_;
 };
 
-// The static path's note, out of line: a fallback is rare, and its key's text is long.
+// The static path's note, out of line: a call that falls back is counted every time (under
+// the log's lock, as on the runtime path), and the first one's report builds long text.
 [[gnu::cold, gnu::noinline]] inline void note_fallback(std::string_view op, const kernel_key& expected,
                                                        const kernel_key& chosen) {
   fallback_log::instance().note({op, expected, chosen});

@@ -3,18 +3,17 @@
 // registry it reads is fluidk/operator_registry.hpp. The text form is in text_writer.hpp and
 // text_reader.hpp beside this header; fluidk/program.hpp brings all of them.
 //
-// A BlockDesc holds variables (by name, in the order they were declared) and operators (in
-// order); an operator sees the variables of its block and of the enclosing blocks. append_op
-// validates an operator against the registry before it changes anything: the operator is
-// registered, every slot it is given is one the operator declares, every input variable is
-// declared, and the attributes dispatch reads have their kinds (op_device a string; the
-// registered libraries' request attributes, such as use_cudnn, bools). Then it declares the outputs that no
-// visible block has (in its own block) and runs the operator's InferVarType (registered with the operator as
-// `static void infer_var_type(const OpDesc&, BlockDesc&)`; default: every output a dense
-// LoDTensor), which sets the kinds and data types of the outputs and may reject the operator
-// (wrong kinds of inputs or attributes). On any error the block is left as it was: the
-// variables the operator names are restored, the ones declared on the way removed, and the
-// operator is not appended.
+// A BlockDesc holds variables (by name, in the order they were declared) and operators (in order);
+// an operator sees the variables of its block and of the enclosing blocks. append_op validates an
+// operator against the registry before it changes anything: the operator is registered, every slot
+// it is given is one the operator declares, every input variable is declared, and the attributes
+// dispatch reads have their kinds (op_device a string; the registered libraries' request
+// attributes, such as use_cudnn, bools). Then it declares the outputs that no visible block has (in
+// its own block) and runs the operator's InferVarType (registered with the operator as `static void
+// infer_var_type(const OpDesc&, BlockDesc&)`; default: every output a dense LoDTensor), which sets
+// the kinds and data types of the outputs and may reject the operator (wrong kinds of inputs or
+// attributes). On any error the block is left as it was: the variables the operator names are
+// restored, the ones declared on the way removed, and the operator is not appended.
 #pragma once
 
 #include <algorithm>
@@ -208,29 +207,22 @@ class BlockDesc {
         vars_(other.vars_),
         index_(other.index_),
         ops_(other.ops_) {}
-  BlockDesc(BlockDesc&& other) noexcept
+  BlockDesc(BlockDesc&& other)
       : idx_(other.idx_),
         parent_(other.parent_),
         vars_(std::move(other.vars_)),
         index_(std::move(other.index_)),
         ops_(std::move(other.ops_)) {}
-  // Assigning replaces the variables and operators only: the block stays where it is (its
-  // program, index and parent), so that program.block(1) = other.block(1) still looks up
-  // through this program's blocks.
+  // Assigning replaces the variables and operators, all or none. A block of a program stays
+  // where it is (its program, index and parent), so that program.block(1) = other.block(1)
+  // still looks up through this program's blocks; a block of no program takes the index and
+  // parent index too, and then compares equal to what it was assigned.
   BlockDesc& operator=(const BlockDesc& other) {
-    if (this != &other) {
-      vars_ = other.vars_;
-      index_ = other.index_;
-      ops_ = other.ops_;
-    }
+    if (this != &other) take(BlockDesc(other));
     return *this;
   }
-  BlockDesc& operator=(BlockDesc&& other) noexcept {
-    if (this != &other) {
-      vars_ = std::move(other.vars_);
-      index_ = std::move(other.index_);
-      ops_ = std::move(other.ops_);
-    }
+  BlockDesc& operator=(BlockDesc&& other) {
+    if (this != &other) take(std::move(other));
     return *this;
   }
   ~BlockDesc() = default;
@@ -303,6 +295,16 @@ class BlockDesc {
 
  private:
   friend class ProgramDesc;
+
+  void take(BlockDesc&& other) noexcept {
+    vars_.swap(other.vars_);
+    index_.swap(other.index_);
+    ops_.swap(other.ops_);
+    if (program_ == nullptr) {
+      idx_ = other.idx_;
+      parent_ = other.parent_;
+    }
+  }
 
   // Keeps the first `count` variables.
   void truncate_vars(std::size_t count) {
