@@ -109,10 +109,8 @@ inline std::optional<data_type> attribute_data_type(const attribute_map& attrs, 
   try {
     return parse_data_type(text);
   } catch (const parse_error& e) {
-    std::string what = e.what();
-    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
     throw parse_error("operator '" + std::string(op) + "' attribute '" + std::string(attribute) +
-                      "': " + what);
+                      "': " + detail::unprefixed(e));
   }
 }
 

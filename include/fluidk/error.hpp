@@ -21,6 +21,16 @@ class error : public std::runtime_error {
   }
 };
 
+namespace detail {
+// An exception's message without the "fluidk: " prefix: for a message that wraps it in
+// another fluidk error, which adds the prefix once.
+inline std::string unprefixed(const std::exception& e) {
+  std::string what = e.what();
+  if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
+  return what;
+}
+}  // namespace detail
+
 // A word that names no known place, data type, layout or library.
 class parse_error : public error {
  public:
@@ -83,9 +93,7 @@ bool register_at_startup(Registration&& registration) noexcept {
   try {
     return static_cast<bool>(registration());
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
-    detail::startup_errors::instance().defer(what);
+    detail::startup_errors::instance().defer(detail::unprefixed(e));
   } catch (...) {
     detail::startup_errors::instance().defer("an exception that is not a std::exception");
   }

@@ -256,10 +256,8 @@ template <class F>
 decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const Variable& v,
                                const kernel_key& kernel, F&& f) {
   auto context = [&](const error& e) {
-    std::string what = e.what();
-    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
     return "operator '" + std::string(op.name()) + "' input " + std::string(op.inputs()[slot]) + " ('" +
-           v.name() + "') for kernel " + kernel.to_string() + ": " + what;
+           v.name() + "') for kernel " + kernel.to_string() + ": " + detail::unprefixed(e);
   };
   try {
     return std::forward<F>(f)();

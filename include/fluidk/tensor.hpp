@@ -32,7 +32,7 @@ inline std::size_t storage_bytes_of(const dims& shape, data_type dtype, data_lay
   try {
     elements = storage_numel(shape, layout);
   } catch (const error& e) {
-    throw too_big(std::string(e.what()).substr(8));  // without the "fluidk: " prefix
+    throw too_big(detail::unprefixed(e));
   }
   std::int64_t bytes = 0;
   if (checked_mul(elements, std::int64_t(size_of(dtype)), bytes))

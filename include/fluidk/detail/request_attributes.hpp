@@ -25,9 +25,7 @@ inline std::optional<place> op_device_of(const attribute_map& attrs, std::string
   try {
     return parse_place(text);
   } catch (const parse_error& e) {
-    std::string what = e.what();
-    if (what.rfind("fluidk: ", 0) == 0) what.erase(0, 8);
-    throw parse_error("operator '" + std::string(op) + "' attribute 'op_device': " + what);
+    throw parse_error("operator '" + std::string(op) + "' attribute 'op_device': " + detail::unprefixed(e));
   }
 }
 

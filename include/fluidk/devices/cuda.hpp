@@ -263,10 +263,8 @@ inline cuda_context& cuda_copy_context(int device, const memory_ref& dst, const 
   try {
     return context_of<cuda>(device);
   } catch (const device_unavailable& e) {
-    std::string why = e.what();
-    if (why.rfind("fluidk: ", 0) == 0) why.erase(0, 8);
     throw device_unavailable("copy from " + src.place.to_string() + " to " + dst.place.to_string() + ": " +
-                             why);
+                             detail::unprefixed(e));
   }
 }
 
