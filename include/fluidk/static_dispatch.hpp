@@ -313,7 +313,7 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
 // otherwise (op_device, use_onednn and the other request attributes, the data-type
 // attribute) are refused before anything runs, naming both. Rule 1a decides which place
 // op_device would give, as on the runtime path.
-[[gnu::noinline]] inline void check_request_attributes(std::string_view op, const selection_rules& rules,
+[[gnu::cold, gnu::noinline]] inline void check_request_attributes(std::string_view op, const selection_rules& rules,
                                                        const attribute_map& attrs, const place& target_place,
                                                        library_type target_library,
                                                        std::string_view dtype_attribute,
@@ -385,7 +385,10 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
             kernel_keys_of<Op>>);
   } else if constexpr (status == selection_status::chosen) {
     using key = typename detail::chosen_type<Op, chosen.index>::type;
-    if (attrs.size() != 0) {
+    // The default argument's map is known empty where the call is inlined: a call without
+    // attributes reads nothing and saves no registers for the check (dispatch_bench, callgrind:
+    // 125 instructions a call as a direct call's, 143 with the size test alone).
+    if (&attrs != &detail::empty_attributes && attrs.size() != 0) {
       std::optional<data_type> dtype;
       if constexpr (!std::is_void_v<Dt>) dtype = data_type_of<Dt>;
       detail::check_request_attributes(Op::name, rules_of<Op>, attrs, t.context().place(),
