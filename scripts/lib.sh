@@ -5,8 +5,9 @@
 if [[ -n ${FLUIDK_LIB_SOURCED:-} ]]; then return 0; fi
 FLUIDK_LIB_SOURCED=1
 
-# The repository root: the parent of the directory holding this file.
-FLUIDK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The repository root: the parent of the directory holding this file, with links resolved
+# (Meson records real paths, which scripts compare with it).
+FLUIDK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export FLUIDK_ROOT
 
 # CUDA is optional. Its default location is /usr/local/cuda (CUDA_HOME or CUDA_PATH win).
@@ -58,8 +59,14 @@ stage() {
   mkdir -p "$FLUIDK_LOGS"
   if [[ $FLUIDK_VERBOSE == 1 ]]; then
     log "$name"
-    "$@" > >(tee "$logfile") 2>&1 || rc=$?
-    wait $!  # for tee to write the last lines (only tee: scripts/test has builds in the background)
+    # tee on a descriptor of its own, whose pid is kept: $! after the command would be the last
+    # process substitution the command itself opened, if any.
+    local tee_fd tee_pid
+    exec {tee_fd}> >(tee "$logfile")
+    tee_pid=$!
+    "$@" >&"$tee_fd" 2>&1 || rc=$?
+    exec {tee_fd}>&-
+    wait "$tee_pid"  # for tee to write the last lines (only tee: scripts/test has builds in the background)
     info "$name: $((SECONDS - t0)) s"
     return $rc
   fi
@@ -113,8 +120,10 @@ configure_build() {
 }
 
 # configure_main_build: build/, the g++ release build shared by scripts/test and scripts/demo.
+# oneDNN and OpenCL are required there: scripts/deps installs them, and a build that did not
+# find them would leave their tests out.
 configure_main_build() {
-  CC=gcc CXX=g++ configure_build build --buildtype=release
+  CC=gcc CXX=g++ configure_build build --buildtype=release -Donednn=enabled -Dopencl=enabled
 }
 
 # build_and_test <dir> <failed-file>: builds what can be built (ninja -k 0), then runs `meson test` on the

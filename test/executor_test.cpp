@@ -17,7 +17,9 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <unistd.h>
 
 using namespace fluidk;
 
@@ -585,7 +587,10 @@ TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved inpu
 
   // Graphviz reads it (where it is installed: scripts/deps installs it).
   if (std::system("command -v dot >/dev/null 2>&1") == 0) {
-    const std::string path = (std::filesystem::temp_directory_path() / "fluidk_executor_test_plan").string();
+    // A name of this run's own (another user's earlier run may have left its files), removed after.
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("fluidk_executor_test_plan." + std::to_string(::getpid())))
+                                 .string();
     std::ofstream(path + ".dot") << dot;
     CHECK(std::system(("dot -Tsvg '" + path + ".dot' -o '" + path + ".svg'").c_str()) == 0);
     std::ifstream svg(path + ".svg");
@@ -594,6 +599,9 @@ TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved inpu
     for (std::size_t at = drawn.find("class=\"edge transfer\""); at != std::string::npos;
          at = drawn.find("class=\"edge transfer\"", at + 1))
       ++edges;
+    std::error_code ignored;
+    std::filesystem::remove(path + ".dot", ignored);
+    std::filesystem::remove(path + ".svg", ignored);
     CHECK(edges == moved);
   } else {
     WARN("Graphviz's dot is not installed: the DOT text was not drawn");

@@ -34,10 +34,13 @@ import sys
 
 FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```", re.S | re.M)
 # Fences of C++ written any other way than a plain ```cpp line at the margin (other names,
-# another case, an info string after the name, an indent, more backticks, ~~~, {.cpp}), which
-# FENCE would leave out: refused, so that none is.
-CPP_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*\{?[ \t]*\.?(?:c\+\+|cpp|cxx|cc|hpp|cu|cuda|h)(?!\w).*$", re.M | re.I)
-MAIN = re.compile(r"\bint\s+main\s*\(")
+# another case, an info string after the name, an indent, inside a quote or a list item, more
+# backticks, ~~~, {.cpp}), which FENCE would leave out: refused, so that none is.
+CPP_FENCE = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?(?:`{3,}|~{3,})[ \t]*\{?[ \t]*\.?"
+                       r"(?:c\+\+|cpp|cxx|cc|hpp|cu|cuda|h)(?!\w).*$", re.M | re.I)
+# A main in any form (int main(, auto main() -> int): such a block is linked and run; a block
+# that only names main( somewhere fails to link, which is loud.
+MAIN = re.compile(r"\bmain\s*\(")
 BACKENDS = {"onednn", "opencl", "cuda"}
 
 
@@ -52,7 +55,11 @@ def blocks(page):
         if fence.group(0) != "```cpp":
             fail(f"{page}: a block opened with {fence.group(0)!r}: write C++ as a plain ```cpp line "
                  "at the margin, so that the tests compile it")
-    for number, match in enumerate(FENCE.finditer(text), 1):
+    found = list(FENCE.finditer(text))
+    opened = len(CPP_FENCE.findall(text))
+    if opened != len(found):
+        fail(f"{page}: {opened} ```cpp lines open blocks, but {len(found)} blocks are closed by a ``` line")
+    for number, match in enumerate(found, 1):
         yield number, (match.group("marker") or "").split(), match.group("body")
 
 
