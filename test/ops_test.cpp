@@ -20,6 +20,7 @@
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
+#include <limits>
 #include <ops/ops.hpp>
 #include <random>
 #include <string>
@@ -213,6 +214,17 @@ TEST_CASE("conv2d rejects shapes and attributes that do not fit, naming the oper
                     Catch::Contains("attribute 'strides' needs 2 values, but has 1"));
   CHECK_THROWS_WITH(run_rt(scope, "conv2d", in2, out, {{"strides", 1.5f}}),
                     Catch::Contains("attribute 'strides' holds float, not ints or int64s"));
+  // Geometry that overflows 64 bits: a dilated filter's extent, a padded input (the filter
+  // would have "fit" and the output been wrong).
+  constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  for (const attribute_map& attrs :
+       {attribute_map{{"dilations", std::vector<std::int64_t>{std::int64_t(1) << 62, 1}}},
+        attribute_map{{"paddings", std::vector<std::int64_t>{huge, 0}}},
+        attribute_map{{"paddings", std::vector<std::int64_t>{0, huge / 2}}}}) {
+    CHECK_THROWS_WITH(run_rt(scope, "conv2d", in2, out, attrs),
+                      Catch::Contains("operator 'conv2d': the dilations, paddings and filter [2, 4, 3, 3] on "
+                                      "Input [1, 4, 5, 5] make positions that overflow a 64-bit integer"));
+  }
   CHECK_FALSE(scope.get("y").initialized());
 }
 
@@ -411,6 +423,49 @@ TEST_CASE("mul and fc, oneDNN (matmul, inner product): against the plain kernels
   check_close(values<float>(scope.get("mul_dnn")), values<float>(scope.get("mul_plain")), 1e-4);
   check_close(values<float>(scope.get("fc_dnn")), values<float>(scope.get("fc_plain")), 1e-4);
   check_close(values<float>(scope.get("fc_nobias_dnn")), values<float>(scope.get("fc_nobias_plain")), 1e-4);
+}
+
+TEST_CASE("mul, fc and conv2d, oneDNN, on empty dimensions: what the plain kernels give", "[ops][onednn]") {
+  Scope scope;
+  // K = 0 (zeros, or fc's bias in every row), M = 0 (an empty output); conv2d without an input
+  // channel (zeros) and without an image.
+  scope.var("x_k0").set(LoDTensor(Tensor({3, 0}, data_type::float32)));
+  scope.var("y_k0").set(LoDTensor(Tensor({0, 4}, data_type::float32)));
+  scope.var("x_m0").set(LoDTensor(Tensor({0, 5}, data_type::float32)));
+  scope.var("y").set(LoDTensor(random_tensor<float>({5, 4})));
+  scope.var("bias").set(LoDTensor(random_tensor<float>({4})));
+  scope.var("in_c0").set(LoDTensor(Tensor({1, 0, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
+  scope.var("w_c0").set(LoDTensor(Tensor({3, 0, 3, 3}, data_type::float32)));
+  scope.var("in_n0").set(LoDTensor(Tensor({0, 2, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
+  scope.var("w").set(LoDTensor(random_tensor<float>({3, 2, 3, 3})));
+  struct call {
+    std::string op;
+    slot_names in;
+  };
+  const std::vector<call> calls{
+      {"mul", {{"X", {"x_k0"}}, {"Y", {"y_k0"}}}},
+      {"mul", {{"X", {"x_m0"}}, {"Y", {"y"}}}},
+      {"fc", {{"Input", {"x_k0"}}, {"W", {"y_k0"}}, {"Bias", {"bias"}}}},
+      {"fc", {{"Input", {"x_m0"}}, {"W", {"y"}}, {"Bias", {"bias"}}}},
+      {"conv2d", {{"Input", {"in_c0"}}, {"Filter", {"w_c0"}}}},
+      {"conv2d", {{"Input", {"in_n0"}}, {"Filter", {"w"}}}},
+  };
+  for (const call& c : calls) {
+    INFO(c.op << " of " << scope.get(c.in[0].second[0]).get<LoDTensor>().dims().to_string());
+    const std::string out_slot = c.op == "conv2d" ? "Output" : "Out";
+    run_rt(scope, c.op, c.in, {{out_slot, {"plain"}}});
+    const kernel_choice dnn = run_rt(scope, c.op, c.in, {{out_slot, {"dnn"}}}, {{"use_onednn", true}});
+    CHECK(dnn.chosen.library() == library_type_of<library::onednn>);
+    const Tensor& p = scope.get("plain").get<LoDTensor>();
+    const Tensor& d = scope.get("dnn").get<LoDTensor>();
+    CHECK(d.dims() == p.dims());
+    CHECK(values<float>(d) == values<float>(p));
+  }
+  // K = 0 gives zeros, and fc the bias.
+  run_rt(scope, "fc", calls[2].in, {{"Out", {"fc_k0"}}}, {{"use_onednn", true}});
+  const std::vector<float> b = values<float>(scope.get("bias")), fc = values<float>(scope.get("fc_k0"));
+  REQUIRE(fc.size() == 12);
+  for (std::size_t i = 0; i < fc.size(); ++i) CHECK(fc[i] == b[i % 4]);
 }
 #endif
 
@@ -765,6 +820,36 @@ TEMPLATE_TEST_CASE("sum over LoDTensor and SelectedRows inputs, Fluid's semantic
     add_rows(expected, scope.get("s2").get<SelectedRows>());
     check_close(values<TestType>(scope.get("a")), expected, tolerance<TestType>());
   }
+  SECTION("LoDTensorArray inputs add element by element, as long as the longest; Out may be X[0]") {
+    const Tensor c = random_tensor<TestType>({2, 3});
+    const std::vector<TestType> cv = values<TestType>(c);
+    scope.var("arr1").set(LoDTensorArray{LoDTensor(a, {{0, 2, 5}}), LoDTensor(c)});
+    // Element 0 shares arr1's offsets; element 1 is empty and adds nothing; element 2 only
+    // this array has.
+    scope.var("arr2").set(LoDTensorArray{LoDTensor(b, {{0, 2, 5}}), LoDTensor(), LoDTensor(c)});
+    for (const std::string out : {"arr_out", "arr1"}) {
+      run_rt(scope, "sum", {{"X", {"arr1", "arr2"}}}, {{"Out", {out}}});
+      const LoDTensorArray& sum = scope.get(out).get<LoDTensorArray>();
+      REQUIRE(sum.size() == 3);
+      std::vector<TestType> e0(av.size());
+      for (std::size_t i = 0; i < av.size(); ++i) e0[i] = TestType(0) + av[i] + bv[i];
+      CHECK(values<TestType>(sum[0]) == e0);
+      CHECK(sum[0].lod() == lod{{0, 2, 5}});
+      CHECK(values<TestType>(sum[1]) == cv);
+      CHECK(values<TestType>(sum[2]) == cv);
+    }
+    // The inputs' own elements are not written (arr2's element 0 was added into a new tensor).
+    CHECK(values<TestType>(scope.get("arr2").get<LoDTensorArray>()[0]) == bv);
+    scope.var("arr3").set(LoDTensorArray{LoDTensor(b, {{0, 5}})});
+    CHECK_THROWS_WITH(run_rt(scope, "sum", {{"X", {"arr2", "arr3"}}}, {{"Out", {"out"}}}),
+                      Catch::Contains("operator 'sum': the elements 0 of the arrays of X must share their "
+                                      "offsets"));
+    CHECK_THROWS_WITH(run_rt(scope, "sum", {{"X", {"arr2", "b"}}}, {{"Out", {"out"}}}),
+                      Catch::Contains("operator 'sum': if any input of X is a LoDTensorArray, all must be"));
+    CHECK_THROWS_WITH(run_rt(scope, "sum", {{"X", {"b", "arr2"}}}, {{"Out", {"out"}}}),
+                      Catch::Contains("operator 'sum': if any input of X is a LoDTensorArray, all must be"));
+    CHECK_FALSE((scope.find_var("out") != nullptr && scope.get("out").initialized()));
+  }
   SECTION("mismatches are errors naming the operator") {
     scope.var("tall").set(SelectedRows({7}, 8, random_tensor<TestType>({1, 3})));
     CHECK_THROWS_WITH(
@@ -941,6 +1026,37 @@ TEMPLATE_TEST_CASE("fill_constant: the dtype attribute decides the kernel; every
   for (std::int64_t i = 0; i < 4; ++i) CHECK(y.data<T>()[i] == T(0));
 }
 
+TEST_CASE("fill_constant: an integer value is exact, a value out of the data type's range an error",
+          "[ops][fill_constant]") {
+  Scope scope;
+  auto fill = [&](const std::string& dtype, attribute value) {
+    run_rt(scope, "fill_constant", {}, {{"Out", {"out"}}},
+           {{"shape", std::vector<std::int64_t>{2}}, {"value", std::move(value)}, {"dtype", dtype}});
+    return scope.get("out").get<LoDTensor>();
+  };
+  // 2^53 + 1 has no double: read as the int64 it is.
+  const std::int64_t odd = (std::int64_t(1) << 53) + 1;
+  CHECK(fill("int64", odd).data<std::int64_t>()[1] == odd);
+  CHECK(fill("int64", std::numeric_limits<std::int64_t>::min()).data<std::int64_t>()[0] ==
+        std::numeric_limits<std::int64_t>::min());
+  CHECK(fill("int64", -9223372036854775808.0).data<std::int64_t>()[0] == std::numeric_limits<std::int64_t>::min());
+  CHECK(fill("int32", -2147483648.5).data<std::int32_t>()[0] == std::numeric_limits<std::int32_t>::min());
+  CHECK(fill("int32", std::int64_t(-7)).data<std::int32_t>()[1] == -7);
+  CHECK(fill("float32", odd).data<float>()[0] == float(odd));
+  const std::vector<std::pair<std::string, attribute>> refused{
+      {"int32", std::int64_t(1) << 40},         {"int32", 2147483648.0},
+      {"int32", -2147483649.0},                 {"int64", 9223372036854775808.0},
+      {"int64", std::nan("")},                  {"int64", std::numeric_limits<double>::infinity()},
+      {"float32", 1e300},                       {"float32", -1e39}};
+  for (std::size_t k = 0; k < refused.size(); ++k) {
+    const auto& [dtype, value] = refused[k];
+    INFO("refused[" << k << "], " << dtype);
+    CHECK_THROWS_WITH(fill(dtype, value),
+                      Catch::Contains("operator 'fill_constant': attribute 'value' = ") &&
+                          Catch::Contains(std::string(name_of(parse_data_type(dtype)))));
+  }
+}
+
 TEST_CASE("fill_constant and uniform_random: a missing or bad attribute names the operator",
           "[ops][fill_constant][uniform_random]") {
   Scope scope;
@@ -991,4 +1107,21 @@ TEMPLATE_TEST_CASE("uniform_random: in [min, max), a function of (seed, index), 
           {"dtype", std::string(name_of(data_type_of<T>))}});
   const Tensor& small = scope.get("small").get<LoDTensor>();
   for (std::int64_t i = 0; i < 10; ++i) CHECK(small.data<T>()[i] == a[std::size_t(i)]);
+  // min must lie below max.
+  CHECK_THROWS_WITH(run_rt(scope, "uniform_random", {}, {{"Out", {"empty_range"}}},
+                           {{"shape", std::vector<std::int64_t>{4}},
+                            {"min", 1.0},
+                            {"max", 1.0},
+                            {"dtype", std::string(name_of(data_type_of<T>))}}),
+                    Catch::Contains("operator 'uniform_random': needs attribute min below max"));
+}
+
+TEST_CASE("uniform_random: the draw whose sum rounds up to max gives the value below it", "[ops][uniform_random]") {
+  // Seed 0, element 14790804: u = 1 - 2^-24, the largest float draw; 1 + (2 - 1) * u rounds
+  // to 2 in float.
+  constexpr std::uint64_t i = 14790804;
+  REQUIRE((ops::random::bits(0, i) >> 40) == 0xffffffu);
+  CHECK(ops::random::uniform(0, i, 1.0f, 2.0f) == std::nextafter(2.0f, 1.0f));
+  // In double the same draw lies below max as it is.
+  CHECK(ops::random::uniform(0, i, 1.0, 2.0) < 2.0);
 }

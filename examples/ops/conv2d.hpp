@@ -80,14 +80,28 @@ struct conv2d_geometry {
       require(g.dilations[i] >= 1, ctx, "dilations must be positive");
       require(g.paddings[i] >= 0, ctx, "paddings must not be negative");
     }
-    const std::int64_t extent_h = g.dilations[0] * (g.kh - 1) + 1, extent_w = g.dilations[1] * (g.kw - 1) + 1;
-    require(
-        g.h + 2 * g.paddings[0] >= extent_h && g.w + 2 * g.paddings[1] >= extent_w && g.kh > 0 && g.kw > 0,
-        ctx,
-        "the filter " + filter.dims().to_string() + " does not fit the padded input " +
-            input.dims().to_string());
-    g.oh = (g.h + 2 * g.paddings[0] - extent_h) / g.strides[0] + 1;
-    g.ow = (g.w + 2 * g.paddings[1] - extent_w) / g.strides[1] + 1;
+    require(g.kh > 0 && g.kw > 0, ctx, "the filter " + filter.dims().to_string() + " has no taps");
+    // Per axis: the filter's extent, dilation * (k - 1) + 1, and the padded input, size + 2 *
+    // padding, each checked, and twice the padded input too: the positions im2col and the
+    // kernels work out (y * stride + tap * dilation, and the padding taken off) stay below it.
+    std::int64_t extent[2], padded[2];
+    const std::int64_t size[2] = {g.h, g.w}, taps[2] = {g.kh, g.kw};
+    for (int i = 0; i < 2; ++i) {
+      std::int64_t twice = 0;
+      const bool overflows = checked_mul(g.dilations[i], taps[i] - 1, extent[i]) ||
+                             checked_add(extent[i], std::int64_t(1), extent[i]) ||
+                             checked_mul(g.paddings[i], std::int64_t(2), padded[i]) ||
+                             checked_add(padded[i], size[i], padded[i]) ||
+                             checked_mul(padded[i], std::int64_t(2), twice);
+      require(!overflows, ctx,
+              "the dilations, paddings and filter " + filter.dims().to_string() + " on Input " +
+                  input.dims().to_string() + " make positions that overflow a 64-bit integer");
+    }
+    require(padded[0] >= extent[0] && padded[1] >= extent[1], ctx,
+            "the filter " + filter.dims().to_string() + " does not fit the padded input " +
+                input.dims().to_string());
+    g.oh = (padded[0] - extent[0]) / g.strides[0] + 1;
+    g.ow = (padded[1] - extent[1]) / g.strides[1] + 1;
     return g;
   }
 };
@@ -130,9 +144,16 @@ struct conv2d_cpu {
     const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
     Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
-    const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, taps = cg * g.kh * g.kw,
-                       plane = g.oh * g.ow;
-    std::vector<T> col(std::size_t(taps * plane));
+    const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, taps = cg * g.kh * g.kw;
+    // The output holds plane elements per channel where there is one; without an image or
+    // an output channel, oh * ow need not even fit an integer, and there is nothing to compute.
+    if (out.numel() == 0) return ctx.set_output("Output", std::move(out));
+    const std::int64_t plane = g.oh * g.ow;
+    std::int64_t columns = 0;
+    detail::require(!checked_mul(taps, plane, columns), ctx,
+                    "the columns of Filter " + filter.dims().to_string() + " over an output plane of " +
+                        std::to_string(plane) + " overflow a 64-bit integer");
+    std::vector<T> col(static_cast<std::size_t>(columns));
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
     T* y = out.data<T>();
@@ -159,6 +180,9 @@ struct conv2d_onednn {
     const Tensor& input = detail::input(ctx, "Input");
     const Tensor& filter = detail::input(ctx, "Filter");
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    // oneDNN makes no primitive of an empty dimension: the plain kernel's result, in NCHW, an
+    // empty output or (no input channel) zeros.
+    if (g.n == 0 || g.oc == 0 || g.c == 0) return conv2d_cpu<T>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
     const auto f32 = memory::data_type::f32;
     const memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};

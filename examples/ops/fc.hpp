@@ -95,6 +95,9 @@ struct fc_onednn {
     const Tensor input = detail::row_major(detail::input(ctx, "Input"));
     const Tensor w = detail::row_major(detail::input(ctx, "W"));
     const fc_geometry g = fc_geometry::of(ctx, input, w);
+    // oneDNN makes no primitive of an empty dimension: the plain kernel's result, an empty
+    // output or (K = 0) the bias in every row, else zeros.
+    if (g.m == 0 || g.n == 0 || g.k == 0) return fc_cpu<T>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
     const auto f32 = memory::data_type::f32;
     Tensor out(g.out, data_type::float32, ctx.place());

@@ -31,7 +31,7 @@ struct fill_constant_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
-    const T value = T(detail::number_attr(ctx, "value", 0.0));
+    const T value = detail::number_attr_as<T>(ctx, "value", T(0));
     T* y = out.data<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = value;
     ctx.set_output("Out", std::move(out));
@@ -48,7 +48,7 @@ struct fill_constant_opencl {
     const std::int64_t n = out.numel();
     if (n > 0)
       detail::opencl_launch(ctx, "fill_f32", std::size_t(n), 1, detail::cl_buffer(out),
-                            cl_float(detail::number_attr(ctx, "value", 0.0)), cl_ulong(n));
+                            cl_float(detail::number_attr_as<float>(ctx, "value", 0.0f)), cl_ulong(n));
     ctx.set_output("Out", std::move(out));
   }
 };
@@ -70,7 +70,7 @@ struct fill_constant_cuda {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
     detail::cuda_require(cuda_launch::fill<T>(call.stream(), detail::device_data<T>(out), out.numel(),
-                                              T(detail::number_attr(ctx, "value", 0.0))),
+                                              detail::number_attr_as<T>(ctx, "value", T(0))),
                          ctx, "the fill_constant kernel");
     ctx.set_output("Out", std::move(out));
   }

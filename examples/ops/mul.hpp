@@ -86,6 +86,9 @@ struct mul_onednn {
     const Tensor x = detail::row_major(detail::input(ctx, "X"));
     const Tensor y = detail::row_major(detail::input(ctx, "Y"));
     const mul_geometry g = mul_geometry::of(ctx, x, y);
+    // oneDNN makes no primitive of an empty dimension: the plain kernel's result, an empty
+    // output or (K = 0) zeros.
+    if (g.m == 0 || g.n == 0 || g.k == 0) return mul_cpu<T>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
     Tensor out(g.out, data_type::float32, ctx.place());
     memory a = detail::onednn_plain_memory(x, {g.m, g.k}, dnn.engine());

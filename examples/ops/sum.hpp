@@ -5,7 +5,9 @@
 //     dense inputs with no elements are skipped, the others must share one shape;
 //   all SelectedRows: Out is SelectedRows, the inputs concatenated: their rows one after the
 //     other (repeats kept; a SelectedRows' repeated rows add up), their values stacked, the
-//     common height.
+//     common height;
+//   all LoDTensorArray: Out is a LoDTensorArray whose element i is the sum of the inputs'
+//     elements i that hold elements (offsets shared), as long as the longest of them.
 // The operator's InferVarType (sum::infer_var_type) says the same for programs. All
 // inputs share the data type. The output may be one of the inputs (in-place accumulation).
 //
@@ -20,6 +22,7 @@
 #include <fluidk/operator.hpp>
 #include <fluidk/program/desc.hpp>
 #include <fluidk/selected_rows.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,11 +42,16 @@ struct sum_cpu {
     std::vector<const SelectedRows*> sparse;
     const Tensor* first_dense = nullptr;
     const lod* offsets = nullptr;  // of the first dense input
+    if (const Variable* v = args.front().variable(); v != nullptr && v->is<LoDTensorArray>())
+      return sum_arrays(ctx, args);
     for (std::size_t i = 0; i < args.size(); ++i) {
       const kernel_arg& arg = args[i];
       const Variable* v = arg.variable();
       detail::require(!arg.empty() && (v == nullptr || v->initialized()), ctx,
                       "input X[" + std::to_string(i) + "] holds nothing");
+      detail::require(v == nullptr || !v->is<LoDTensorArray>(), ctx,
+                      "if any input of X is a LoDTensorArray, all must be; X[" + std::to_string(i) +
+                          "] is one, X[0] is not");
       if (v != nullptr && v->is<SelectedRows>()) {
         sparse.push_back(&v->get<SelectedRows>());
         continue;
@@ -56,17 +64,55 @@ struct sum_cpu {
       if (t.initialized() && t.numel() > 0) dense.push_back(t);
     }
     if (first_dense != nullptr)
-      sum_dense(ctx, dense, sparse, *first_dense, offsets != nullptr ? *offsets : lod{});
+      ctx.set_output("Out", add(ctx, dense, sparse, *first_dense), offsets != nullptr ? *offsets : lod{});
     else
       concatenate(ctx, sparse);
   }
 
  private:
-  // The dense output: the dense inputs added elementwise, then each SelectedRows row added
-  // into its row.
-  static void sum_dense(execution_context& ctx, std::vector<Tensor>& dense,
-                        const std::vector<const SelectedRows*>& sparse, const Tensor& first_dense,
-                        const lod& offsets) {
+  // LoDTensorArray inputs, as Fluid's sum adds them: element i of Out is the sum of the
+  // inputs' elements i that hold elements (an input shorter than i + 1, or whose element is
+  // empty, adds nothing), with their offsets, which must agree; Out is as long as the
+  // longest such element's index + 1, an element that no input filled left empty. Written
+  // whole at the end, so Out may be one of the inputs.
+  static void sum_arrays(execution_context& ctx, std::span<kernel_arg> args) {
+    std::vector<const LoDTensorArray*> arrays;
+    std::size_t length = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Variable* v = args[i].variable();
+      detail::require(v != nullptr && v->is<LoDTensorArray>(), ctx,
+                      "if any input of X is a LoDTensorArray, all must be; X[0] is one, X[" +
+                          std::to_string(i) + "] is not");
+      arrays.push_back(&v->get<LoDTensorArray>());
+      for (std::size_t e = 0; e < arrays.back()->size(); ++e)
+        if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0) length = std::max(length, e + 1);
+    }
+    LoDTensorArray result(length);
+    for (std::size_t e = 0; e < length; ++e) {
+      std::vector<Tensor> dense;
+      const lod* offsets = nullptr;
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        if (e >= arrays[i]->size()) continue;
+        const LoDTensor& t = (*arrays[i])[e];
+        if (!t.initialized() || t.numel() == 0) continue;
+        detail::require(offsets == nullptr || *offsets == t.lod(), ctx,
+                        "the elements " + std::to_string(e) + " of the arrays of X must share their offsets (LoD)");
+        offsets = &t.lod();
+        dense.push_back(t);
+      }
+      if (dense.empty()) continue;
+      const lod kept = *offsets;
+      result[e] = LoDTensor(add(ctx, dense, {}, dense.front()), kept);
+    }
+    kernel_arg& out = ctx.output_arg("Out");
+    detail::require(out.variable() != nullptr, ctx, "a LoDTensorArray Out needs an output variable");
+    out.variable()->get_mutable<LoDTensorArray>() = std::move(result);
+  }
+
+  // The dense sum: the dense inputs added elementwise, then each SelectedRows row added into
+  // its row.
+  static Tensor add(execution_context& ctx, std::vector<Tensor>& dense,
+                    const std::vector<const SelectedRows*>& sparse, const Tensor& first_dense) {
     // Every input in one layout: added over the storage in that layout; else row-major.
     const bool one_layout = sparse.empty() && std::all_of(dense.begin(), dense.end(), [&](const Tensor& t) {
                               return t.layout() == dense.front().layout();
@@ -108,7 +154,7 @@ struct sum_cpu {
         for (std::int64_t j = 0; j < width; ++j) row[j] += v[std::int64_t(r) * width + j];
       }
     }
-    ctx.set_output("Out", std::move(out), offsets);
+    return out;
   }
 
   // The SelectedRows output: the inputs' rows and values one after the other.

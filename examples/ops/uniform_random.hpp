@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -32,6 +33,13 @@ namespace detail {
 inline std::uint64_t seed_attr(const execution_context& ctx) {
   return std::uint64_t(int_attr(ctx, "seed", 0));
 }
+// Attributes min and max as T's values, min below max (else [min, max) holds nothing).
+template <class T>
+std::pair<T, T> bounds_attr(const execution_context& ctx) {
+  const T lo = number_attr_as<T>(ctx, "min", T(-1)), hi = number_attr_as<T>(ctx, "max", T(1));
+  require(lo < hi, ctx, "needs attribute min below max, as " + std::string(name_of(data_type_of<T>)) + " values");
+  return {lo, hi};
+}
 }  // namespace detail
 
 template <class T>
@@ -39,7 +47,7 @@ struct uniform_random_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
-    const T lo = T(detail::number_attr(ctx, "min", -1.0)), hi = T(detail::number_attr(ctx, "max", 1.0));
+    const auto [lo, hi] = detail::bounds_attr<T>(ctx);
     const std::uint64_t seed = detail::seed_attr(ctx);
     T* y = out.data<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = random::uniform(seed, std::uint64_t(i), lo, hi);
@@ -55,10 +63,10 @@ struct uniform_random_opencl {
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type::float32, ctx.place());
     const std::int64_t n = out.numel();
+    const auto [lo, hi] = detail::bounds_attr<float>(ctx);
     if (n > 0)
       detail::opencl_launch(ctx, "uniform_f32", std::size_t(n), 1, detail::cl_buffer(out),
-                            cl_ulong(detail::seed_attr(ctx)), cl_float(detail::number_attr(ctx, "min", -1.0)),
-                            cl_float(detail::number_attr(ctx, "max", 1.0)), cl_ulong(n));
+                            cl_ulong(detail::seed_attr(ctx)), cl_float(lo), cl_float(hi), cl_ulong(n));
     ctx.set_output("Out", std::move(out));
   }
 };
@@ -79,10 +87,9 @@ struct uniform_random_cuda {
   void operator()(execution_context& ctx) const {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
+    const auto [lo, hi] = detail::bounds_attr<T>(ctx);
     detail::cuda_require(
-        cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(),
-                                detail::seed_attr(ctx), T(detail::number_attr(ctx, "min", -1.0)),
-                                T(detail::number_attr(ctx, "max", 1.0))),
+        cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(), detail::seed_attr(ctx), lo, hi),
         ctx, "the uniform_random kernel");
     ctx.set_output("Out", std::move(out));
   }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <boost/hana/basic_tuple.hpp>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <fluidk/devices/cudnn_tags.hpp>
@@ -14,8 +15,10 @@
 #include <fluidk/tensor.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <fluidk/transforms/runtime.hpp>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -107,6 +110,42 @@ inline double number_attr(const execution_context& ctx, std::string_view name, d
   if (const auto* v = std::get_if<std::int32_t>(a)) return double(*v);
   if (const auto* v = std::get_if<std::int64_t>(a)) return double(*v);
   fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not a number");
+}
+
+// A number attribute (as number_attr reads it) as a value of T, the data type of the kernel's
+// output, or `fallback` when absent, converted as Fluid's cast does: an integer T takes a
+// float's whole part, a float T a value's nearest. An integer attribute is read as it is (an
+// int64 beyond 2^53 does not pass through a double), and a value that T cannot hold is an
+// error naming the attribute: an integer out of T's range, a float whose whole part is out of
+// it (or NaN), a finite value beyond a floating T's largest.
+template <class T>
+T number_attr_as(const execution_context& ctx, std::string_view name, T fallback) {
+  static_assert(std::is_arithmetic_v<T>);
+  const attribute* a = ctx.attributes().find(name);
+  if (a == nullptr) return fallback;
+  const auto refuse = [&](const std::string& value, std::string_view why) {
+    fail(ctx, "attribute '" + std::string(name) + "' = " + value + " " + std::string(why) + " " +
+                  std::string(name_of(data_type_of<T>)));
+  };
+  const auto integer = [&](auto v) {
+    if constexpr (std::is_integral_v<T>) {
+      if (!std::in_range<T>(v)) refuse(std::to_string(v), "is out of the range of");
+    }
+    return T(v);
+  };
+  if (const auto* v = std::get_if<std::int32_t>(a)) return integer(*v);
+  if (const auto* v = std::get_if<std::int64_t>(a)) return integer(*v);
+  const double d = number_attr(ctx, name, 0.0);
+  if constexpr (std::is_integral_v<T>) {
+    // A whole part in [min, -min) is one of T's values: the values in (min - 1, -min), both
+    // ends exact in a double (min - 1 is min for int64, hence the first test).
+    constexpr double low = double(std::numeric_limits<T>::min());
+    if (!(d < -low && (d >= low || d > low - 1))) refuse(std::to_string(d), "is out of the range of");
+  } else {
+    if (std::isfinite(d) && std::fabs(d) > double(std::numeric_limits<T>::max()))
+      refuse(std::to_string(d), "is beyond the largest value of");
+  }
+  return T(d);
 }
 
 // The input of a slot as a tensor that holds data; an error naming the slot otherwise.

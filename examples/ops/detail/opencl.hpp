@@ -58,7 +58,8 @@ __kernel void uniform_f32(__global float* y, ulong seed, float lo, float hi, ulo
   const size_t i = get_global_id(0);
   if (i >= n) return;
   const float u = (float)(fluidk_mix(seed ^ fluidk_mix(i)) >> 40) * (1.0f / 16777216.0f);
-  y[i] = lo + (hi - lo) * u;
+  const float r = lo + (hi - lo) * u;
+  y[i] = r < hi ? r : nextafter(hi, lo);
 }
 
 // C[m, n] = A[m, k] x B[k, n] (+ bias[n] when has_bias), row-major; one work-item per element
