@@ -2,6 +2,8 @@
 // CPU-only operators inside accelerator programs, a two-step chain, the in-place regression,
 // the transfer cache (reuse, and no stale data after a write), SelectedRows and LoD through
 // transforms, and executors running concurrently on scopes that share their weights.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -19,7 +21,6 @@
 #include <string>
 #include <system_error>
 #include <thread>
-#include <unistd.h>
 
 using namespace fluidk;
 
@@ -588,9 +589,9 @@ TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved inpu
   // Graphviz reads it (where it is installed: scripts/deps installs it).
   if (std::system("command -v dot >/dev/null 2>&1") == 0) {
     // A name of this run's own (another user's earlier run may have left its files), removed after.
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("fluidk_executor_test_plan." + std::to_string(::getpid())))
-                                 .string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("fluidk_executor_test_plan." + std::to_string(::getpid())))
+            .string();
     std::ofstream(path + ".dot") << dot;
     CHECK(std::system(("dot -Tsvg '" + path + ".dot' -o '" + path + ".svg'").c_str()) == 0);
     std::ifstream svg(path + ".svg");

@@ -434,9 +434,11 @@ TEST_CASE("mul, fc and conv2d, oneDNN, on empty dimensions: what the plain kerne
   scope.var("x_m0").set(LoDTensor(Tensor({0, 5}, data_type::float32)));
   scope.var("y").set(LoDTensor(random_tensor<float>({5, 4})));
   scope.var("bias").set(LoDTensor(random_tensor<float>({4})));
-  scope.var("in_c0").set(LoDTensor(Tensor({1, 0, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
+  scope.var("in_c0").set(
+      LoDTensor(Tensor({1, 0, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
   scope.var("w_c0").set(LoDTensor(Tensor({3, 0, 3, 3}, data_type::float32)));
-  scope.var("in_n0").set(LoDTensor(Tensor({0, 2, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
+  scope.var("in_n0").set(
+      LoDTensor(Tensor({0, 2, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
   scope.var("w").set(LoDTensor(random_tensor<float>({3, 2, 3, 3})));
   struct call {
     std::string op;
@@ -1039,21 +1041,25 @@ TEST_CASE("fill_constant: an integer value is exact, a value out of the data typ
   CHECK(fill("int64", odd).data<std::int64_t>()[1] == odd);
   CHECK(fill("int64", std::numeric_limits<std::int64_t>::min()).data<std::int64_t>()[0] ==
         std::numeric_limits<std::int64_t>::min());
-  CHECK(fill("int64", -9223372036854775808.0).data<std::int64_t>()[0] == std::numeric_limits<std::int64_t>::min());
+  CHECK(fill("int64", -9223372036854775808.0).data<std::int64_t>()[0] ==
+        std::numeric_limits<std::int64_t>::min());
   CHECK(fill("int32", -2147483648.5).data<std::int32_t>()[0] == std::numeric_limits<std::int32_t>::min());
   CHECK(fill("int32", std::int64_t(-7)).data<std::int32_t>()[1] == -7);
   CHECK(fill("float32", odd).data<float>()[0] == float(odd));
   const std::vector<std::pair<std::string, attribute>> refused{
-      {"int32", std::int64_t(1) << 40},         {"int32", 2147483648.0},
-      {"int32", -2147483649.0},                 {"int64", 9223372036854775808.0},
-      {"int64", std::nan("")},                  {"int64", std::numeric_limits<double>::infinity()},
-      {"float32", 1e300},                       {"float32", -1e39}};
+      {"int32", std::int64_t(1) << 40},
+      {"int32", 2147483648.0},
+      {"int32", -2147483649.0},
+      {"int64", 9223372036854775808.0},
+      {"int64", std::nan("")},
+      {"int64", std::numeric_limits<double>::infinity()},
+      {"float32", 1e300},
+      {"float32", -1e39}};
   for (std::size_t k = 0; k < refused.size(); ++k) {
     const auto& [dtype, value] = refused[k];
     INFO("refused[" << k << "], " << dtype);
-    CHECK_THROWS_WITH(fill(dtype, value),
-                      Catch::Contains("operator 'fill_constant': attribute 'value' = ") &&
-                          Catch::Contains(std::string(name_of(parse_data_type(dtype)))));
+    CHECK_THROWS_WITH(fill(dtype, value), Catch::Contains("operator 'fill_constant': attribute 'value' = ") &&
+                                              Catch::Contains(std::string(name_of(parse_data_type(dtype)))));
   }
 }
 
@@ -1116,7 +1122,8 @@ TEMPLATE_TEST_CASE("uniform_random: in [min, max), a function of (seed, index), 
                     Catch::Contains("operator 'uniform_random': needs attribute min below max"));
 }
 
-TEST_CASE("uniform_random: the draw whose sum rounds up to max gives the value below it", "[ops][uniform_random]") {
+TEST_CASE("uniform_random: the draw whose sum rounds up to max gives the value below it",
+          "[ops][uniform_random]") {
   // Seed 0, element 14790804: u = 1 - 2^-24, the largest float draw; 1 + (2 - 1) * u rounds
   // to 2 in float.
   constexpr std::uint64_t i = 14790804;

@@ -85,7 +85,8 @@ struct sum_cpu {
                           std::to_string(i) + "] is not");
       arrays.push_back(&v->get<LoDTensorArray>());
       for (std::size_t e = 0; e < arrays.back()->size(); ++e)
-        if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0) length = std::max(length, e + 1);
+        if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0)
+          length = std::max(length, e + 1);
     }
     LoDTensorArray result(length);
     for (std::size_t e = 0; e < length; ++e) {
@@ -95,8 +96,9 @@ struct sum_cpu {
         if (e >= arrays[i]->size()) continue;
         const LoDTensor& t = (*arrays[i])[e];
         if (!t.initialized() || t.numel() == 0) continue;
-        detail::require(offsets == nullptr || *offsets == t.lod(), ctx,
-                        "the elements " + std::to_string(e) + " of the arrays of X must share their offsets (LoD)");
+        detail::require(
+            offsets == nullptr || *offsets == t.lod(), ctx,
+            "the elements " + std::to_string(e) + " of the arrays of X must share their offsets (LoD)");
         offsets = &t.lod();
         dense.push_back(t);
       }

@@ -37,7 +37,8 @@ inline std::uint64_t seed_attr(const execution_context& ctx) {
 template <class T>
 std::pair<T, T> bounds_attr(const execution_context& ctx) {
   const T lo = number_attr_as<T>(ctx, "min", T(-1)), hi = number_attr_as<T>(ctx, "max", T(1));
-  require(lo < hi, ctx, "needs attribute min below max, as " + std::string(name_of(data_type_of<T>)) + " values");
+  require(lo < hi, ctx,
+          "needs attribute min below max, as " + std::string(name_of(data_type_of<T>)) + " values");
   return {lo, hi};
 }
 }  // namespace detail
@@ -88,9 +89,9 @@ struct uniform_random_cuda {
     detail::cuda_call call(ctx);
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
     const auto [lo, hi] = detail::bounds_attr<T>(ctx);
-    detail::cuda_require(
-        cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(), detail::seed_attr(ctx), lo, hi),
-        ctx, "the uniform_random kernel");
+    detail::cuda_require(cuda_launch::uniform<T>(call.stream(), detail::device_data<T>(out), out.numel(),
+                                                 detail::seed_attr(ctx), lo, hi),
+                         ctx, "the uniform_random kernel");
     ctx.set_output("Out", std::move(out));
   }
 };

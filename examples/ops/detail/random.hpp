@@ -4,8 +4,9 @@
 // gives the same numbers. Plain C++ with no fluidk header, so that nvcc compiles it too.
 #pragma once
 
-#include <cstdint>
 #include <math.h>  // ::nextafterf and ::nextafter, which device code calls too
+
+#include <cstdint>
 
 #if defined(__CUDACC__)
 #define FLUIDK_OPS_HOST_DEVICE __host__ __device__
