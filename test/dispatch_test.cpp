@@ -685,3 +685,47 @@ TEST_CASE("operators are found by name while others register, without a lock", "
   CHECK(operator_registry::instance().find("late_op_") == nullptr);
   CHECK(operator_registry::instance().find("") == nullptr);
 }
+
+namespace {
+// A kernel that lets out the exception attribute "throw" names.
+struct throwing_cpu {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    const std::string what = std::get<std::string>(*ctx.attributes().find("throw"));
+    if (what == "error") throw error("variable 'x' holds SelectedRows, not LoDTensor");
+    if (what == "not_registered") throw not_registered("no transform from A to B");
+    if (what == "named") throw error("operator 'throwing_test': X is too short");
+    if (what == "allocation") throw allocation_error(cpu_place, 64, "out of memory");
+    throw std::logic_error("a kernel's own exception");
+  }
+};
+struct throwing_op {
+  static constexpr std::string_view name = "throwing_test";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(throwing_cpu{}));
+};
+}  // namespace
+
+TEST_CASE("an error a kernel lets out names the operator and the kernel, and keeps its type",
+          "[dispatch][errors]") {
+  const operator_info& op = register_operator<throwing_op>();
+  Scope scope;
+  scope.var("x").set(LoDTensor(filled({2}, data_type::float32)));
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("out")}};
+  auto run = [&](const std::string& what) { run_operator(op, cpu_place, in, out, {{"throw", what}}); };
+  const std::string kernel = "operator 'throwing_test', kernel " + kernel_type<cpu, float>::key().to_string();
+  CHECK_THROWS_MATCHES(
+      run("error"), error,
+      Catch::Message("fluidk: " + kernel + ": variable 'x' holds SelectedRows, not LoDTensor"));
+  CHECK_THROWS_MATCHES(run("not_registered"), not_registered,
+                       Catch::Message("fluidk: " + kernel + ": no transform from A to B"));
+  // A message that names the operator already, an allocation_error (its place and size kept)
+  // and an exception of another type leave as they are.
+  CHECK_THROWS_MATCHES(run("named"), error,
+                       Catch::Message("fluidk: operator 'throwing_test': X is too short"));
+  CHECK_THROWS_MATCHES(
+      run("allocation"), allocation_error,
+      Catch::Message("fluidk: cannot allocate 64 bytes on " + cpu_place.to_string() + ": out of memory"));
+  CHECK_THROWS_MATCHES(run("other"), std::logic_error, Catch::Message("a kernel's own exception"));
+}

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "fluidk/attribute.hpp"
@@ -309,6 +310,29 @@ class input_write_check {
   std::vector<seen> inputs_;
   std::vector<std::uint64_t> output_storages_;
 };
+
+// The exception a kernel let out, rethrown naming the operator and the kernel where its
+// message does not name the operator (an input of another kind than the kernel reads, a
+// transform it asked for), for the runtime path and the executor (kernel_entry). Not on the
+// static path, whose call names its operator in the source and costs a direct call's
+// instructions (a handler there cost 3 more, dispatch_bench under callgrind). fluidk's own
+// error types keep their type; any other exception (an allocation_error, which keeps its
+// place and size, a type of the kernel's own, std::bad_alloc) leaves as it is.
+[[noreturn, gnu::cold, gnu::noinline]] inline void rethrow_naming_operator(const execution_context& context) {
+  try {
+    throw;
+  } catch (const error& e) {
+    const std::string op(context.op_type());
+    if (std::string_view(e.what()).find("operator '" + op + "'") != std::string_view::npos) throw;
+    const std::string what =
+        "operator '" + op + "', kernel " + context.kernel().to_string() + ": " + unprefixed(e);
+    if (typeid(e) == typeid(error)) throw error(what);
+    if (typeid(e) == typeid(not_registered)) throw not_registered(what);
+    if (typeid(e) == typeid(parse_error)) throw parse_error(what);
+    if (typeid(e) == typeid(device_unavailable)) throw device_unavailable(what);
+    throw;
+  }
+}
 
 // Runs kernel k on a context: every path (static, runtime, executor) calls its kernels
 // through this, so that FLUIDK_DEBUG's checks of a call are made in one place. Without

@@ -41,8 +41,13 @@ struct kernel_entry {
   void (*call)(const void* kernel, execution_context& context);
   const void* kernel;
 
+  // An error the kernel lets out names the operator and the kernel (rethrow_naming_operator).
   void operator()(execution_context& context) const {
-    detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
+    try {
+      detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
+    } catch (...) {
+      detail::rethrow_naming_operator(context);
+    }
   }
 };
 
