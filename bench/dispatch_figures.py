@@ -46,5 +46,7 @@ print(f"VALUE dispatch.runtime.ns {runtime:.2f}")
 program_length = 300  # operators per run in executor_bench
 per_op = ns(executor, "BM_executor_program") / program_length
 fluid_per_op = ns(executor, "BM_executor_program_fluid_style") / program_length
+fluid_cached_per_op = ns(executor, "BM_executor_program_fluid_cached_context") / program_length
 print(f"VALUE executor.per_op_ns {per_op:.1f}")
 print(f"RATIO executor.per_op.vs_fluid_style {fluid_per_op / per_op:.2f}")
+print(f"RATIO executor.per_op.vs_fluid_cached_context {fluid_cached_per_op / per_op:.2f}")

@@ -16,6 +16,9 @@
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -167,15 +170,17 @@ void BM_executor_program_kernels_only(benchmark::State& state) {
 }
 BENCHMARK(BM_executor_program_kernels_only)->Unit(benchmark::kMicrosecond);
 
-// Fluid's executor, per operator, as OperatorWithKernel::RunImpl did it (Fluid 1.5, before
-// it cached the chosen kernel), step by step in bench/README.md: the execution context's
-// variables found by name through the scope (RuntimeContext), the kernel map found by the type
-// string, the expected kernel type (IndicateDataType over the inputs), the kernel found by
-// OpKernelType's hash, each input's key checked (PrepareData: GetKernelTypeForVar,
-// NeedTransform), a transfer scope made only when an input moves, the ExecutionContext built
-// and the std::function called. Left out, so that the reference errs on Fluid's side:
-// RuntimeContext's std::map of slot names (allocated per run in Fluid), DeviceContextPool's
-// lookup of the place, and InferShape (which fluidk does not do either).
+// Fluid's executor, per operator, as OperatorWithKernel::RunImpl does it from Fluid 1.5 on
+// (operator.cc), step by step in bench/README.md. The kernel is chosen on an operator's first
+// run and kept (ChooseKernel: kernel_type_ and kernel_func_), as here before the timed runs.
+// Each run: the RuntimeContext (std::maps of slot name to the variables, found by name through
+// the scope) unless the operator keeps it (enable_cache_runtime_context, which inference sets:
+// BM_executor_program_fluid_cached_context), the device context looked up by place
+// (DeviceContextPool::Get), the kept kernel checked, PrepareData (each input's
+// GetKernelTypeForVar against the kernel's type through NeedTransform; a transfer scope only
+// when an input moves), the kernel's configs found by its type (GetKernelConfig), the
+// ExecutionContext built and the std::function called. Left out: InferShape, which fluidk does
+// not do either (its kernels size their outputs), and the profiler's RecordEvent.
 struct fluid_kernel_type {
   int place;  // 0: CPUPlace (the only place in this program)
   int data_type, layout, library;
@@ -222,74 +227,116 @@ void add_fluid_kernels(std::unordered_map<std::string, fluid_kernel_map>& all, s
   (add(program_op<I>{}), ...);
 }
 
-void BM_executor_program_fluid_style(benchmark::State& state) {
+// RuntimeContext: each slot's variables, by slot name (VariableValueMap).
+using fluid_variable_map = std::map<std::string, std::vector<Variable*>>;
+struct fluid_runtime_context {
+  fluid_variable_map inputs, outputs;
+  fluid_runtime_context(const op_invocation& op, const Scope& scope) {
+    for (const auto& [slot, names] : op.inputs) {
+      std::vector<Variable*>& vars = inputs[slot];
+      for (const std::string& name : names) vars.push_back(scope.find_var(name));
+    }
+    for (const auto& [slot, names] : op.outputs) {
+      std::vector<Variable*>& vars = outputs[slot];
+      for (const std::string& name : names) vars.push_back(scope.find_var(name));
+    }
+  }
+};
+
+template <bool CacheRuntimeContext>
+void fluid_style_run(benchmark::State& state) {
   const auto ops = program();
   Scope scope;
   fill_scope(scope);
   std::unordered_map<std::string, fluid_kernel_map> all_op_kernels;
   add_fluid_kernels(all_op_kernels, std::make_index_sequence<op_shapes.size()>{});
-  // Each operator's variable names by slot, as its OpDesc holds them.
-  struct prepared_op {
+  // DeviceContextPool: the device contexts by place.
+  const std::map<int, device_context*> device_pool{{cpu_place.kind_id(), &context_of(cpu_place)}};
+  // What an operator keeps after its first run: the kernel's type and function (ChooseKernel:
+  // IndicateDataType over the inputs, the executor's place, the plain layout and library, the
+  // kernel found by OpKernelType's hash), its (empty) kernel configs, and with
+  // enable_cache_runtime_context the RuntimeContext.
+  struct fluid_operator {
     const op_invocation* op;
-    std::vector<const std::string*> inputs;
-    const std::string* output;
-    std::array<std::uint32_t, 4> input_offsets;
+    fluid_kernel_type kernel_type;
+    const std::function<void(execution_context&)>* kernel_func;
+    std::unique_ptr<fluid_runtime_context> runtime_context;
   };
-  std::vector<prepared_op> prepared;
+  std::unordered_map<fluid_kernel_type, std::vector<int>, fluid_hash> kernel_configs;
+  std::vector<fluid_operator> operators;
   for (const op_invocation& op : ops) {
-    prepared_op p{&op, {}, &op.outputs[0].second[0], {0, 1, 2, 3}};
-    for (const auto& [slot, names] : op.inputs) p.inputs.push_back(&names[0]);
-    prepared.push_back(std::move(p));
-  }
-  static constexpr std::array<std::uint32_t, 2> one{0, 1};
-  device_context& device = context_of(cpu_place);
-  std::array<kernel_arg, 4> args;
-  std::array<Variable*, 3> inputs{};
-  for (auto _ : state) {
-    for (const prepared_op& p : prepared) {
-      const op_invocation& op = *p.op;
-      // RuntimeContext: the variables of the slots, found by name through the scope.
-      const std::size_t n = p.inputs.size();
-      for (std::size_t i = 0; i < n; ++i) inputs[i] = scope.find_var(*p.inputs[i]);
-      Variable* output = scope.find_var(*p.output);
-      const auto kernels = all_op_kernels.find(op.type);
-      if (kernels == all_op_kernels.end()) std::abort();
-      // GetExpectedKernelType: IndicateDataType, every input's data type the same.
-      int data_type = -1;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Variable* v = inputs[i];
+    const fluid_runtime_context ctx(op, scope);
+    int data_type = -1;
+    for (const auto& [slot, vars] : ctx.inputs)
+      for (const Variable* v : vars) {
         const Tensor& t = v->get<LoDTensor>();
         if (!t.initialized()) continue;
         const int d = int(index_of(t.dtype()));
         if (data_type != -1 && d != data_type) std::abort();
         data_type = d;
       }
-      const fluid_kernel_type expected{cpu_place.kind_id(), data_type, fluid_any_layout, 0};
-      const auto kernel = kernels->second.find(expected);
-      if (kernel == kernels->second.end()) std::abort();
-      // PrepareData: each input's key against the expected one; a transfer scope only when one
+    const fluid_kernel_type expected{cpu_place.kind_id(), data_type, fluid_any_layout, 0};
+    const fluid_kernel_map& kernels = all_op_kernels.at(op.type);
+    const auto kernel = kernels.find(expected);
+    if (kernel == kernels.end()) std::abort();
+    kernel_configs.try_emplace(expected);
+    operators.push_back({&op, expected, &kernel->second,
+                         CacheRuntimeContext ? std::make_unique<fluid_runtime_context>(op, scope) : nullptr});
+  }
+  static constexpr std::array<std::uint32_t, 2> one{0, 1};
+  std::array<kernel_arg, 4> args;
+  std::array<std::uint32_t, 4> input_offsets{};
+  for (auto _ : state) {
+    for (const fluid_operator& f : operators) {
+      const op_invocation& op = *f.op;
+      // 1. The RuntimeContext, or the one the operator keeps.
+      std::optional<fluid_runtime_context> fresh;
+      if constexpr (!CacheRuntimeContext) fresh.emplace(op, scope);
+      const fluid_runtime_context& ctx = CacheRuntimeContext ? *f.runtime_context : *fresh;
+      // 2. The device context of the place.
+      device_context* device = device_pool.find(cpu_place.kind_id())->second;
+      // 3. The kernel kept from the first run.
+      if (f.kernel_func == nullptr) std::abort();
+      // 4. PrepareData: each input's key against the kernel's; a transfer scope only when one
       // moves (none does in this program: the scope is never made, as in Fluid).
       Scope* transfer = nullptr;
-      for (std::size_t i = 0; i < n; ++i) {
-        args[i] = kernel_arg(inputs[i]);
-        if (fluid_need_transform(fluid_key_of(inputs[i]->get<LoDTensor>()), expected)) {
-          if (transfer == nullptr) transfer = &scope.new_scope();
-          std::abort();  // a transform: not in this program
+      std::size_t n = 0;
+      for (const auto& [slot, vars] : ctx.inputs)
+        for (Variable* v : vars) {
+          const Tensor& t = v->get<LoDTensor>();
+          if (!t.initialized()) continue;
+          if (fluid_need_transform(fluid_key_of(t), f.kernel_type)) {
+            if (transfer == nullptr) transfer = &scope.new_scope();
+            std::abort();  // a transform: not in this program
+          }
         }
+      // 5. The kernel's configs (GetKernelConfig).
+      if (kernel_configs.find(f.kernel_type) == kernel_configs.end()) std::abort();
+      // 6. The ExecutionContext over the RuntimeContext's variables (its Input(name) finds a
+      // slot by name in the map; fluidk's contexts take slots in the operator's order).
+      for (const auto& [slot, names] : op.inputs) {
+        args[n] = kernel_arg(ctx.inputs.find(slot)->second[0]);
+        ++n;
+        input_offsets[n] = std::uint32_t(n);
       }
-      args[n] = kernel_arg(output);
+      args[n] = kernel_arg(ctx.outputs.find("Out")->second[0]);
       const std::span<kernel_arg> all(args.data(), n + 1);
-      execution_context ctx(op.type, std::span(input_slots).first(n), program_op<0>::outputs, device,
-                            kernel_type<cpu, float>::key(),
-                            {all.first(n), std::span(p.input_offsets).first(n + 1)}, {all.subspan(n, 1), one},
-                            op.attrs);
-      kernel->second(ctx);
+      execution_context context(op.type, std::span(input_slots).first(n), program_op<0>::outputs, *device,
+                                kernel_type<cpu, float>::key(),
+                                {all.first(n), std::span(input_offsets).first(n + 1)},
+                                {all.subspan(n, 1), one}, op.attrs);
+      // 7. The kernel's std::function.
+      (*f.kernel_func)(context);
       if (transfer != nullptr) scope.delete_scope(*transfer);
     }
   }
   per_op_counter(state);
 }
+
+void BM_executor_program_fluid_style(benchmark::State& state) { fluid_style_run<false>(state); }
 BENCHMARK(BM_executor_program_fluid_style)->Unit(benchmark::kMicrosecond);
+void BM_executor_program_fluid_cached_context(benchmark::State& state) { fluid_style_run<true>(state); }
+BENCHMARK(BM_executor_program_fluid_cached_context)->Unit(benchmark::kMicrosecond);
 
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
 // Reads the first element of its input on the accelerator: the weight's transfer is the cost.
