@@ -261,7 +261,15 @@ void fluid_style_run(benchmark::State& state) {
     fluid_kernel_type kernel_type;
     const std::function<void(execution_context&)>* kernel_func;
     std::unique_ptr<fluid_runtime_context> runtime_context;
+    const Scope* pre_scope;
+    // The OpDesc's attributes by name (AttributeMap), which HasAttr looks in: this program's
+    // operators have none but the cache flag where it is set.
+    std::unordered_map<std::string, int> attrs;
+    bool enable_cache_runtime_context, all_kernels_must_compute_runtime_shape;
   };
+  // Fluid's attribute names (op_proto_maker.h and operator.h), std::strings on every HasAttr.
+  static constexpr char cache_attr[] = "@ENABLE_CACHE_RUNTIME_CONTEXT@";
+  static constexpr char runtime_shape_attr[] = "@ALL_KERNELS_MUST_COMPUTE_RUNTIME_SHAPE@";
   std::unordered_map<fluid_kernel_type, std::vector<int>, fluid_hash> kernel_configs;
   std::vector<fluid_operator> operators;
   for (const op_invocation& op : ops) {
@@ -280,29 +288,47 @@ void fluid_style_run(benchmark::State& state) {
     const auto kernel = kernels.find(expected);
     if (kernel == kernels.end()) std::abort();
     kernel_configs.try_emplace(expected);
-    operators.push_back({&op, expected, &kernel->second,
-                         CacheRuntimeContext ? std::make_unique<fluid_runtime_context>(op, scope) : nullptr});
+    fluid_operator f{&op, expected, &kernel->second, nullptr, nullptr, {}, false, false};
+    if (CacheRuntimeContext) {
+      f.attrs.emplace(cache_attr, 1);
+      f.enable_cache_runtime_context = true;  // set by the first run's HasAttr
+      f.runtime_context = std::make_unique<fluid_runtime_context>(op, scope);
+      f.pre_scope = &scope;
+    }
+    operators.push_back(std::move(f));
   }
   static constexpr std::array<std::uint32_t, 2> one{0, 1};
   std::array<kernel_arg, 4> args;
   std::array<std::uint32_t, 4> input_offsets{};
   for (auto _ : state) {
-    for (const fluid_operator& f : operators) {
+    for (fluid_operator& f : operators) {
       const op_invocation& op = *f.op;
-      // 1. The RuntimeContext, or the one the operator keeps.
+      // 1. The flags, each tested while it is false (HasAttr), and the RuntimeContext, or the
+      // one the operator keeps for this scope.
+      if (!f.enable_cache_runtime_context && f.attrs.count(cache_attr) != 0)
+        f.enable_cache_runtime_context = true;
+      if (!f.all_kernels_must_compute_runtime_shape && f.attrs.count(runtime_shape_attr) != 0)
+        f.all_kernels_must_compute_runtime_shape = true;
       std::optional<fluid_runtime_context> fresh;
-      if constexpr (!CacheRuntimeContext) fresh.emplace(op, scope);
-      const fluid_runtime_context& ctx = CacheRuntimeContext ? *f.runtime_context : *fresh;
+      if (!f.enable_cache_runtime_context) {
+        fresh.emplace(op, scope);
+      } else if (f.runtime_context == nullptr || f.pre_scope != &scope) {
+        f.runtime_context = std::make_unique<fluid_runtime_context>(op, scope);
+        f.pre_scope = &scope;
+      }
+      fluid_runtime_context& ctx = fresh ? *fresh : *f.runtime_context;
       // 2. The device context of the place.
       device_context* device = device_pool.find(cpu_place.kind_id())->second;
       // 3. The kernel kept from the first run.
       if (f.kernel_func == nullptr) std::abort();
-      // 4. PrepareData: each input's key against the kernel's; a transfer scope only when one
-      // moves (none does in this program: the scope is never made, as in Fluid).
+      // 4. PrepareData: over the operator's input slots (Inputs()), each slot's variables
+      // found in the RuntimeContext by name, each input's key against the kernel's; a transfer
+      // scope only when one moves (none does in this program: the scope is never made, as in
+      // Fluid).
       Scope* transfer = nullptr;
       std::size_t n = 0;
-      for (const auto& [slot, vars] : ctx.inputs)
-        for (Variable* v : vars) {
+      for (const auto& [slot, names] : op.inputs)
+        for (Variable* v : ctx.inputs[slot]) {
           const Tensor& t = v->get<LoDTensor>();
           if (!t.initialized()) continue;
           if (fluid_need_transform(fluid_key_of(t), f.kernel_type)) {

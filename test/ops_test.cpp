@@ -440,23 +440,33 @@ TEST_CASE("mul, fc and conv2d, oneDNN, on empty dimensions: what the plain kerne
   scope.var("in_n0").set(
       LoDTensor(Tensor({0, 2, 4, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
   scope.var("w").set(LoDTensor(random_tensor<float>({3, 2, 3, 3})));
+  scope.var("in_h0").set(
+      LoDTensor(Tensor({1, 2, 0, 4}, data_type::float32, place(cpu_place), data_layout::nchw)));
+  scope.var("w_1x1").set(LoDTensor(random_tensor<float>({3, 2, 1, 1})));
   struct call {
     std::string op;
     slot_names in;
+    attribute_map attrs;
   };
   const std::vector<call> calls{
-      {"mul", {{"X", {"x_k0"}}, {"Y", {"y_k0"}}}},
-      {"mul", {{"X", {"x_m0"}}, {"Y", {"y"}}}},
-      {"fc", {{"Input", {"x_k0"}}, {"W", {"y_k0"}}, {"Bias", {"bias"}}}},
-      {"fc", {{"Input", {"x_m0"}}, {"W", {"y"}}, {"Bias", {"bias"}}}},
-      {"conv2d", {{"Input", {"in_c0"}}, {"Filter", {"w_c0"}}}},
-      {"conv2d", {{"Input", {"in_n0"}}, {"Filter", {"w"}}}},
+      {"mul", {{"X", {"x_k0"}}, {"Y", {"y_k0"}}}, {}},
+      {"mul", {{"X", {"x_m0"}}, {"Y", {"y"}}}, {}},
+      {"fc", {{"Input", {"x_k0"}}, {"W", {"y_k0"}}, {"Bias", {"bias"}}}, {}},
+      {"fc", {{"Input", {"x_m0"}}, {"W", {"y"}}, {"Bias", {"bias"}}}, {}},
+      {"conv2d", {{"Input", {"in_c0"}}, {"Filter", {"w_c0"}}}, {}},
+      {"conv2d", {{"Input", {"in_n0"}}, {"Filter", {"w"}}}, {}},
+      // No pixel, but padding: an output of zeros.
+      {"conv2d",
+       {{"Input", {"in_h0"}}, {"Filter", {"w_1x1"}}},
+       {{"paddings", std::vector<std::int32_t>{1, 1}}}},
   };
   for (const call& c : calls) {
     INFO(c.op << " of " << scope.get(c.in[0].second[0]).get<LoDTensor>().dims().to_string());
     const std::string out_slot = c.op == "conv2d" ? "Output" : "Out";
-    run_rt(scope, c.op, c.in, {{out_slot, {"plain"}}});
-    const kernel_choice dnn = run_rt(scope, c.op, c.in, {{out_slot, {"dnn"}}}, {{"use_onednn", true}});
+    run_rt(scope, c.op, c.in, {{out_slot, {"plain"}}}, c.attrs);
+    attribute_map dnn_attrs = c.attrs;
+    dnn_attrs.set("use_onednn", true);
+    const kernel_choice dnn = run_rt(scope, c.op, c.in, {{out_slot, {"dnn"}}}, dnn_attrs);
     CHECK(dnn.chosen.library() == library_type_of<library::onednn>);
     const Tensor& p = scope.get("plain").get<LoDTensor>();
     const Tensor& d = scope.get("dnn").get<LoDTensor>();
@@ -829,6 +839,14 @@ TEMPLATE_TEST_CASE("sum over LoDTensor and SelectedRows inputs, Fluid's semantic
     // Element 0 shares arr1's offsets; element 1 is empty and adds nothing; element 2 only
     // this array has.
     scope.var("arr2").set(LoDTensorArray{LoDTensor(b, {{0, 2, 5}}), LoDTensor(), LoDTensor(c)});
+    // In place, Out keeps at least X[0]'s length, as Fluid's sum into X[0] does: X[0]'s empty
+    // last element stays.
+    scope.var("arr_short").set(LoDTensorArray{LoDTensor(c)});
+    scope.var("arr_long").set(LoDTensorArray{LoDTensor(c), LoDTensor(), LoDTensor(), LoDTensor()});
+    run_rt(scope, "sum", {{"X", {"arr_long", "arr_short"}}}, {{"Out", {"arr_long"}}});
+    CHECK(scope.get("arr_long").get<LoDTensorArray>().size() == 4);
+    run_rt(scope, "sum", {{"X", {"arr_short", "arr_long"}}}, {{"Out", {"arr_short_sum"}}});
+    CHECK(scope.get("arr_short_sum").get<LoDTensorArray>().size() == 1);
     for (const std::string out : {"arr_out", "arr1"}) {
       run_rt(scope, "sum", {{"X", {"arr1", "arr2"}}}, {{"Out", {out}}});
       const LoDTensorArray& sum = scope.get(out).get<LoDTensorArray>();
@@ -1046,6 +1064,8 @@ TEST_CASE("fill_constant: an integer value is exact, a value out of the data typ
   CHECK(fill("int32", -2147483648.5).data<std::int32_t>()[0] == std::numeric_limits<std::int32_t>::min());
   CHECK(fill("int32", std::int64_t(-7)).data<std::int32_t>()[1] == -7);
   CHECK(fill("float32", odd).data<float>()[0] == float(odd));
+  // FLT_MAX as printed (3.4028235e38, a double above it) rounds to it.
+  CHECK(fill("float32", 3.4028235e38).data<float>()[0] == std::numeric_limits<float>::max());
   const std::vector<std::pair<std::string, attribute>> refused{
       {"int32", std::int64_t(1) << 40},
       {"int32", 2147483648.0},
@@ -1054,7 +1074,8 @@ TEST_CASE("fill_constant: an integer value is exact, a value out of the data typ
       {"int64", std::nan("")},
       {"int64", std::numeric_limits<double>::infinity()},
       {"float32", 1e300},
-      {"float32", -1e39}};
+      {"float32", -1e39},
+      {"float32", 0x1.ffffffp127}};
   for (std::size_t k = 0; k < refused.size(); ++k) {
     const auto& [dtype, value] = refused[k];
     INFO("refused[" << k << "], " << dtype);
@@ -1120,6 +1141,15 @@ TEMPLATE_TEST_CASE("uniform_random: in [min, max), a function of (seed, index), 
                             {"max", 1.0},
                             {"dtype", std::string(name_of(data_type_of<T>))}}),
                     Catch::Contains("operator 'uniform_random': needs attribute min below max"));
+  // A range whose width overflows: every draw would be infinite.
+  CHECK_THROWS_WITH(
+      run_rt(scope, "uniform_random", {}, {{"Out", {"wide_range"}}},
+             {{"shape", std::vector<std::int64_t>{4}},
+              {"min", -double(std::numeric_limits<T>::max())},
+              {"max", double(std::numeric_limits<T>::max())},
+              {"dtype", std::string(name_of(data_type_of<T>))}}),
+      Catch::Contains("operator 'uniform_random': needs attributes min and max finite, and max - "
+                      "min too"));
 }
 
 TEST_CASE("uniform_random: the draw whose sum rounds up to max gives the value below it",

@@ -181,8 +181,8 @@ struct conv2d_onednn {
     const Tensor& filter = detail::input(ctx, "Filter");
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
     // oneDNN makes no primitive of an empty dimension: the plain kernel's result, in NCHW, an
-    // empty output or (no input channel) zeros.
-    if (g.n == 0 || g.oc == 0 || g.c == 0) return conv2d_cpu<T>{}(ctx);
+    // empty output or (an input without channels or pixels, padded) zeros.
+    if (input.numel() == 0 || g.oc == 0) return conv2d_cpu<T>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
     const auto f32 = memory::data_type::f32;
     const memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};

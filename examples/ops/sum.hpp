@@ -7,7 +7,8 @@
 //     other (repeats kept; a SelectedRows' repeated rows add up), their values stacked, the
 //     common height;
 //   all LoDTensorArray: Out is a LoDTensorArray whose element i is the sum of the inputs'
-//     elements i that hold elements (offsets shared), as long as the longest of them.
+//     elements i that hold elements (offsets shared), up to the last such element (in place,
+//     Out = X[0], at least as long as X[0] was).
 // The operator's InferVarType (sum::infer_var_type) says the same for programs. All
 // inputs share the data type. The output may be one of the inputs (in-place accumulation).
 //
@@ -73,8 +74,9 @@ struct sum_cpu {
   // LoDTensorArray inputs, as Fluid's sum adds them: element i of Out is the sum of the
   // inputs' elements i that hold elements (an input shorter than i + 1, or whose element is
   // empty, adds nothing), with their offsets, which must agree; Out is as long as the
-  // longest such element's index + 1, an element that no input filled left empty. Written
-  // whole at the end, so Out may be one of the inputs.
+  // last such element's index + 1 (in place, Out = X[0], at least X[0]'s length, as Fluid's
+  // sum adds into X[0]), an element that no input filled left empty. Written whole at the end,
+  // so Out may be one of the inputs.
   static void sum_arrays(execution_context& ctx, std::span<kernel_arg> args) {
     std::vector<const LoDTensorArray*> arrays;
     std::size_t length = 0;
@@ -88,6 +90,8 @@ struct sum_cpu {
         if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0)
           length = std::max(length, e + 1);
     }
+    kernel_arg& out = ctx.output_arg("Out");
+    if (out.variable() == args.front().variable()) length = std::max(length, arrays.front()->size());
     LoDTensorArray result(length);
     for (std::size_t e = 0; e < length; ++e) {
       std::vector<Tensor> dense;
@@ -106,7 +110,6 @@ struct sum_cpu {
       const lod kept = *offsets;
       result[e] = LoDTensor(add(ctx, dense, {}, dense.front()), kept);
     }
-    kernel_arg& out = ctx.output_arg("Out");
     detail::require(out.variable() != nullptr, ctx, "a LoDTensorArray Out needs an output variable");
     out.variable()->get_mutable<LoDTensorArray>() = std::move(result);
   }

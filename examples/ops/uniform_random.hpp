@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
@@ -33,12 +34,16 @@ namespace detail {
 inline std::uint64_t seed_attr(const execution_context& ctx) {
   return std::uint64_t(int_attr(ctx, "seed", 0));
 }
-// Attributes min and max as T's values, min below max (else [min, max) holds nothing).
+// Attributes min and max as T's values: min below max (else [min, max) holds nothing), both
+// finite and max - min too (else every draw is infinite or NaN, which the rule that no draw
+// is max would turn into max's neighbour).
 template <class T>
 std::pair<T, T> bounds_attr(const execution_context& ctx) {
   const T lo = number_attr_as<T>(ctx, "min", T(-1)), hi = number_attr_as<T>(ctx, "max", T(1));
-  require(lo < hi, ctx,
-          "needs attribute min below max, as " + std::string(name_of(data_type_of<T>)) + " values");
+  const std::string type(name_of(data_type_of<T>));
+  require(lo < hi, ctx, "needs attribute min below max, as " + type + " values");
+  require(std::isfinite(lo) && std::isfinite(hi) && std::isfinite(T(hi - lo)), ctx,
+          "needs attributes min and max finite, and max - min too, as " + type + " values");
   return {lo, hi};
 }
 }  // namespace detail

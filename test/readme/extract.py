@@ -32,7 +32,9 @@ import os
 import re
 import sys
 
-FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```", re.S | re.M)
+# A block ends at a bare ``` line: a fence with an info string opens another block, which
+# Markdown shows inside this one.
+FENCE = re.compile(r"(?:^<!-- doc-test: (?P<marker>[^>]*?) -->\n)?^```cpp\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
 # Fences of C++ written any other way than a plain ```cpp line at the margin (other names,
 # another case, an info string after the name, an indent, inside a quote or a list item, more
 # backticks, ~~~, {.cpp}), which FENCE would leave out: refused, so that none is.

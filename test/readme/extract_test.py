@@ -13,7 +13,8 @@ import tempfile
 
 REFUSED = "a block opened with"
 UNCLOSED = "2 ```cpp lines open blocks, but 1 blocks"
-# (name, page, what --list must print, or the text of the error that must stop it).
+# (name, page, what --list must print, or the text of the error that must stop it[, text that
+# the program written from the block must hold]).
 CASES = [
     ("plain block", "```cpp\nint x;\n```\n", "1 compile -"),
     ("int main", "```cpp\nint main() { return 0; }\n```\n", "1 run -"),
@@ -30,6 +31,9 @@ CASES = [
     ("tildes", "~~~cpp\nint x;\n~~~\n", REFUSED),
     ("braces", "```{.cpp}\nint x;\n```\n", REFUSED),
     ("not closed", "```cpp\nint x;\n```\n```cpp\nint y;\n", UNCLOSED),
+    # A fence with an info string does not close a block (Markdown shows it inside): the block
+    # runs to the bare fence, and fails to compile.
+    ("fence with an info string inside", "```cpp\nint x;\n```bash\nls\n```\n", "1 compile -", "```bash\nls\n"),
 ]
 
 
@@ -37,7 +41,7 @@ def main():
     extract = sys.argv[1]
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name, page, expected in CASES:
+        for name, page, expected, *body in CASES:
             path = os.path.join(tmp, "page.md")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("# A page\n\n" + page)
@@ -49,6 +53,11 @@ def main():
             else:
                 ok = run.returncode == 0 and run.stdout.strip() == expected
                 got = run.stdout.strip() or run.stderr.strip()
+                if body:  # what the written program must hold
+                    program = os.path.join(tmp, "block.cpp")
+                    subprocess.run([sys.executable, extract, "--write", path, program], check=True)
+                    with open(program, encoding="utf-8") as f:
+                        ok = ok and body[0] in f.read()
             print(f"{'ok' if ok else 'WRONG'}: {name}: {got!r}; expected {expected!r}")
             bad += not ok
     return 1 if bad else 0

@@ -117,10 +117,11 @@ inline double number_attr(const execution_context& ctx, std::string_view name, d
 // float's whole part, a float T a value's nearest. An integer attribute is read as it is (an
 // int64 beyond 2^53 does not pass through a double), and a value that T cannot hold is an
 // error naming the attribute: an integer out of T's range, a float whose whole part is out of
-// it (or NaN), a finite value beyond a floating T's largest.
+// it (or NaN), a finite value that a floating T would round to infinity.
 template <class T>
 T number_attr_as(const execution_context& ctx, std::string_view name, T fallback) {
-  static_assert(std::is_arithmetic_v<T>);
+  static_assert(std::is_floating_point_v<T> || (std::is_signed_v<T> && !std::is_same_v<T, bool>),
+                "number_attr_as reads float and signed integer types");
   const attribute* a = ctx.attributes().find(name);
   if (a == nullptr) return fallback;
   const auto refuse = [&](const std::string& value, std::string_view why) {
@@ -142,7 +143,11 @@ T number_attr_as(const execution_context& ctx, std::string_view name, T fallback
     constexpr double low = double(std::numeric_limits<T>::min());
     if (!(d < -low && (d >= low || d > low - 1))) refuse(std::to_string(d), "is out of the range of");
   } else {
-    if (std::isfinite(d) && std::fabs(d) > double(std::numeric_limits<T>::max()))
+    // A finite value that rounds to infinity: at or beyond the largest value plus half its
+    // unit in the last place (a tie rounds to the even infinity). None for double.
+    const double top = double(std::numeric_limits<T>::max()),
+                 half_ulp = (top - double(std::nextafter(std::numeric_limits<T>::max(), T(0)))) / 2;
+    if (std::isfinite(d) && std::fabs(d) >= top + half_ulp)
       refuse(std::to_string(d), "is beyond the largest value of");
   }
   return T(d);
