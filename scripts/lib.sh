@@ -192,7 +192,8 @@ EOF
 sanitizer_debug_info=-gline-tables-only
 
 # configure_fuzz_build: build-fuzz/, the libFuzzer harnesses of test/fuzz (clang++-14 with
-# ASan and UBSan), shared by scripts/test and scripts/fuzz; fuzz_targets names them.
+# ASan and UBSan) with the kernels' coverage, for scripts/fuzz (scripts/test runs the harnesses
+# in build-asan/); fuzz_targets names them.
 fuzz_targets=(test/fuzz/fuzz_program_text test/fuzz/fuzz_keys test/fuzz/fuzz_planner)
 configure_fuzz_build() {
   CC=clang-14 CXX=clang++-14 configure_build build-fuzz --buildtype=debugoptimized \
