@@ -313,11 +313,9 @@ FLUIDK_DETAIL_INLINE void invoke_static(const K& kernel, const Target& t, const 
 // otherwise (op_device, use_onednn and the other request attributes, the data-type
 // attribute) are refused before anything runs, naming both. Rule 1a decides which place
 // op_device would give, as on the runtime path.
-[[gnu::cold, gnu::noinline]] inline void check_request_attributes(std::string_view op, const selection_rules& rules,
-                                                       const attribute_map& attrs, const place& target_place,
-                                                       library_type target_library,
-                                                       std::string_view dtype_attribute,
-                                                       std::optional<data_type> dtype) {
+[[gnu::cold, gnu::noinline]] inline void check_request_attributes(
+    std::string_view op, const selection_rules& rules, const attribute_map& attrs, const place& target_place,
+    library_type target_library, std::string_view dtype_attribute, std::optional<data_type> dtype) {
   selection_request given;
   given.executor_place = target_place;
   selection_request asked = given;
