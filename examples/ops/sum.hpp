@@ -39,20 +39,16 @@ struct sum_cpu {
   void operator()(execution_context& ctx) const {
     const auto args = ctx.inputs("X");
     detail::require(!args.empty(), ctx, "X has no inputs");
+    if (std::any_of(args.begin(), args.end(), holds_array)) return sum_arrays(ctx, args);
     std::vector<Tensor> dense;  // the dense inputs that hold elements
     std::vector<const SelectedRows*> sparse;
     const Tensor* first_dense = nullptr;
     const lod* offsets = nullptr;  // of the first dense input
-    if (const Variable* v = args.front().variable(); v != nullptr && v->is<LoDTensorArray>())
-      return sum_arrays(ctx, args);
     for (std::size_t i = 0; i < args.size(); ++i) {
       const kernel_arg& arg = args[i];
       const Variable* v = arg.variable();
       detail::require(!arg.empty() && (v == nullptr || v->initialized()), ctx,
                       "input X[" + std::to_string(i) + "] holds nothing");
-      detail::require(v == nullptr || !v->is<LoDTensorArray>(), ctx,
-                      "if any input of X is a LoDTensorArray, all must be; X[" + std::to_string(i) +
-                          "] is one, X[0] is not");
       if (v != nullptr && v->is<SelectedRows>()) {
         sparse.push_back(&v->get<SelectedRows>());
         continue;
@@ -71,21 +67,25 @@ struct sum_cpu {
   }
 
  private:
-  // LoDTensorArray inputs, as Fluid's sum adds them: element i of Out is the sum of the
-  // inputs' elements i that hold elements (an input shorter than i + 1, or whose element is
-  // empty, adds nothing), with their offsets, which must agree; Out is as long as the
-  // last such element's index + 1 (in place, Out = X[0], at least X[0]'s length, as Fluid's
-  // sum adds into X[0]), an element that no input filled left empty. Written whole at the end,
-  // so Out may be one of the inputs.
+  static bool holds_array(const kernel_arg& arg) noexcept {
+    const Variable* v = arg.variable();
+    return v != nullptr && v->is<LoDTensorArray>();
+  }
+
+  // LoDTensorArray inputs (if any input is one, all must be), as Fluid's sum adds them:
+  // element i of Out is the sum of the inputs' elements i that hold elements (an input shorter
+  // than i + 1, or whose element is empty, adds nothing), with their offsets, which must
+  // agree; Out is as long as the last such element's index + 1 (in place, Out = X[0], at least
+  // X[0]'s length, as Fluid's sum adds into X[0]), an element that no input filled left empty.
+  // Written whole at the end, so Out may be one of the inputs.
   static void sum_arrays(execution_context& ctx, std::span<kernel_arg> args) {
     std::vector<const LoDTensorArray*> arrays;
     std::size_t length = 0;
     for (std::size_t i = 0; i < args.size(); ++i) {
-      const Variable* v = args[i].variable();
-      detail::require(v != nullptr && v->is<LoDTensorArray>(), ctx,
-                      "if any input of X is a LoDTensorArray, all must be; X[0] is one, X[" +
-                          std::to_string(i) + "] is not");
-      arrays.push_back(&v->get<LoDTensorArray>());
+      detail::require(
+          holds_array(args[i]), ctx,
+          "if any input of X is a LoDTensorArray, all must be; X[" + std::to_string(i) + "] is not");
+      arrays.push_back(&args[i].variable()->get<LoDTensorArray>());
       for (std::size_t e = 0; e < arrays.back()->size(); ++e)
         if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0)
           length = std::max(length, e + 1);
