@@ -9,12 +9,14 @@ tensor's shape); a RATIO line gives the smallest of them:
   RATIO transform.<figure>.vs_onednn.t2.min_over_sizes          two threads each, every size
   RATIO transform.<figure>.vs_memcpy.min_over_sizes_above_l2    one thread, sizes above L2
   RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2
-A size is above L2 when the float tensor is larger than the L2 cache of one core, as the
-benchmark's context reports it. The layout transforms also run at a network's shapes
+Each line ends with the size where the ratio was smallest and, against oneDNN, the implementation
+oneDNN ran there (its impl_info_str: "jit:..." is generated code; "simple:any", as for the
+float16 reorders of oneDNN 2.6, and "ref:any" are plain loops, element by element). A size is
+above L2 when the float tensor is larger than the L2 cache of one core, as the benchmark's
+context reports it. The layout transforms also run at a network's shapes
 (shapes/<figure>/<implementation>/<shape>/t1), one thread (NHWC -> NCHW only there); a table of
-their own and, for
-information, the smallest ratio over them (the fused pass against its sequential steps and
-memcpy, not oneDNN's reference float16 reorder):
+their own and, for information, the smallest ratio over them (the fused pass against its
+sequential steps and memcpy, not oneDNN's element-by-element float16 reorder):
   RATIO transform.<figure>.vs_onednn.min_over_network_shapes
   RATIO transform.<figure>.vs_memcpy.min_over_network_shapes
   RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_network_shapes
@@ -30,12 +32,12 @@ NAME = re.compile(r"^(?P<shapes>shapes/)?(?P<figure>[^/]+)/(?P<impl>[^/]+)/"
                   r"(?P<shape>(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+))/t(?P<threads>\d+)$")
 
 
-def load(path, network=False):
-    """{(figure, impl, bytes, threads): bytes per second} of the sweep's medians (network: of
-    the network shapes, keyed by the shape's name instead of its bytes), and the L2 size."""
+def medians(path, network=False):
+    """The sweep's median results, as ((figure, impl, bytes, threads), benchmark) pairs (network: of
+    the network shapes, keyed by the shape's name instead of its bytes), and the report."""
     with open(path) as f:
         report = json.load(f)
-    out = {}
+    out = []
     for b in report.get("benchmarks", []):
         if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median" or b.get("error_occurred"):
             continue
@@ -46,12 +48,41 @@ def load(path, network=False):
         if not m or bool(m["shapes"]) != network:
             continue
         size = 4 * int(m["n"]) * int(m["c"]) * int(m["h"]) * int(m["w"])  # bytes of the float tensor
-        out[(m["figure"], m["impl"], m["shape"] if network else size, int(m["threads"]))] = b["bytes_per_second"]
+        out.append(((m["figure"], m["impl"], m["shape"] if network else size, int(m["threads"])), b))
+    return out, report
+
+
+def load(path, network=False):
+    """{(figure, impl, bytes, threads): bytes per second} of the sweep's medians (network: of
+    the network shapes, keyed by the shape's name instead of its bytes), and the L2 size."""
+    found, report = medians(path, network)
+    out = {key: b["bytes_per_second"] for key, b in found}
     l2 = None
     for cache in report.get("context", {}).get("caches", []):
         if cache.get("level") == 2 and cache.get("type") in ("Unified", "Data"):
             l2 = cache["size"]
     return out, l2
+
+
+def onednn_implementations(path, network=False):
+    """{(figure, bytes or shape, threads): the implementation oneDNN ran}, from the labels that
+    transforms_bench gives oneDNN's reorders (its primitive's impl_info_str, e.g. "jit:uni";
+    "ref:any" is oneDNN's reference code, a plain loop rather than a tuned kernel)."""
+    found, _ = medians(path, network)
+    return {(key[0], key[2], key[3]): b["label"] for key, b in found if key[1] == "onednn" and b.get("label")}
+
+
+def ratio_line(name, value, at, shown, implementations, markdown):
+    """A RATIO line: where its smallest value was (at, shown as `shown`) and, against oneDNN, the
+    implementation oneDNN ran there."""
+    line = "RATIO %s %.3f" % (name, value)
+    if markdown:
+        return line
+    note = "at " + shown
+    figure, threads = name.split(".")[1], 2 if ".vs_onednn.t2." in name else 1
+    if ".vs_onednn." in name and (figure, at, threads) in implementations:
+        note += "; oneDNN ran " + implementations[(figure, at, threads)]
+    return line + "  (%s)" % note
 
 
 def size_name(size):
@@ -153,11 +184,13 @@ def main():
         print("ratios.py: the benchmark's context names no L2 cache: no ratio above L2", file=sys.stderr)
     print("\n".join(tables(bps, markdown) + tables(network, markdown, network=True)))
     found = ratios(bps, l2)
+    implementations = onednn_implementations(args[0])
     for name, value, size in found:
-        print("RATIO %s %.3f" % (name, value) + ("" if markdown else "  (at %s)" % size_name(size)))
+        print(ratio_line(name, value, size, size_name(size), implementations, markdown))
     found_network = network_ratios(network)
+    implementations = onednn_implementations(args[0], network=True)
     for name, value, shape in found_network:
-        print("RATIO %s %.3f" % (name, value) + ("" if markdown else "  (at %s)" % shape))
+        print(ratio_line(name, value, shape, shape, implementations, markdown))
     sys.exit(0 if found or found_network else 1)
 
 

@@ -134,7 +134,11 @@ void onednn_reorder(benchmark::State& state, int threads, Tensor& src, Tensor& d
   auto s = onednn_memory(src, ctx.engine()), d = onednn_memory(dst, ctx.engine());
   dnnl::reorder prim;
   try {
-    prim = dnnl::reorder(s, d);
+    const dnnl::reorder::primitive_desc pd(s, d);
+    prim = dnnl::reorder(pd);
+    // The implementation oneDNN chose ("jit:uni", "simple:any", "ref:any", ...): ratios.py
+    // names it beside each ratio against oneDNN.
+    state.SetLabel(pd.impl_info_str());
   } catch (const dnnl::error& e) {
     state.SkipWithError(("oneDNN has no reorder for this: " + std::string(e.what())).c_str());
     return;
@@ -228,8 +232,9 @@ const std::vector<entry>& entries() {
       {"f32_to_f16/fluidk",
        [](auto& s, auto& b, int t) { fluidk_transform(s, t, b.nchw, b.nchw_f16); },
        {1, 2}},
-      // oneDNN 2.6 has no fast f32 -> f16 reorder here (it runs its reference one, near 0.15
-      // GB/s): one thread is enough to show it, and each iteration takes seconds at large sizes.
+      // oneDNN 2.6 has no fast f32 -> f16 reorder here (it runs its generic one, simple:any,
+      // element by element, at 0.06-0.15 GB/s): one thread is enough to show it, and each
+      // iteration takes seconds at large sizes.
       {"f32_to_f16/onednn", [](auto& s, auto& b, int t) { onednn_reorder(s, t, b.nchw, b.nchw_f16); }, {1}},
       {"f32_to_f16/memcpy",
        [](auto& s, auto& b, int) { copy(s, b.nchw, b.scratch, std::size_t(b.nchw.numel()) * 3); },

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Checks bench/ratios.py on a made-up transforms_bench report: each RATIO line is the smallest
+ratio of the medians over the sizes it names (sizes above L2 only where it says so), the fused
+pass is compared with its sequential steps, a line against oneDNN names the implementation oneDNN
+ran at that size, and runs that are not medians or that failed are left out.
+Usage: ratios_test.py <bench/ratios.py>"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = sys.argv[1]
+L2 = 1 << 20
+SMALL, LARGE = "1x8x16x16", "1x64x64x72"  # 8 KiB and 1.125 MiB of float: below and above L2
+SMALL_BYTES, LARGE_BYTES = 4 * 8 * 16 * 16, 4 * 64 * 64 * 72
+failures = []
+
+
+def median(name, bps, label="", aggregate="median", error=False):
+    b = {"name": name + "_median", "run_name": name + "/real_time", "run_type": "aggregate",
+         "aggregate_name": aggregate, "bytes_per_second": bps}
+    if label:
+        b["label"] = label
+    if error:
+        b["error_occurred"] = True
+    return b
+
+
+def report(benchmarks):
+    return {"context": {"caches": [{"type": "Data", "level": 1, "size": 32768},
+                                   {"type": "Unified", "level": 2, "size": L2}]},
+            "benchmarks": benchmarks}
+
+
+def run(rep, *flags):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.json")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        out = subprocess.run([sys.executable, SCRIPT, path, *flags], capture_output=True, text=True)
+    return out.returncode, [line for line in out.stdout.splitlines() if line.startswith("RATIO ")]
+
+
+def expect(what, got, wanted):
+    if got != wanted:
+        failures.append("%s:\n  got    %r\n  wanted %r" % (what, got, wanted))
+
+
+benchmarks = [
+    # NCHW -> NHWC: against oneDNN 2.0 then 0.5 (the smallest, above L2), against memcpy 0.25
+    # below L2 (left out) and 0.8 above it.
+    median("nchw_to_nhwc/fluidk/%s/t1" % SMALL, 2.0e9),
+    median("nchw_to_nhwc/onednn/%s/t1" % SMALL, 1.0e9, "jit:uni"),
+    median("nchw_to_nhwc/memcpy/%s/t1" % SMALL, 8.0e9),
+    median("nchw_to_nhwc/fluidk/%s/t1" % LARGE, 4.0e9),
+    median("nchw_to_nhwc/onednn/%s/t1" % LARGE, 8.0e9, "simple:any"),
+    median("nchw_to_nhwc/memcpy/%s/t1" % LARGE, 5.0e9),
+    # Two threads against oneDNN on two threads: 3.0.
+    median("nchw_to_nhwc/fluidk/%s/t2" % LARGE, 6.0e9),
+    median("nchw_to_nhwc/onednn/%s/t2" % LARGE, 2.0e9, "jit:uni"),
+    # A mean, a failed run and a run of another name: left out.
+    median("nchw_to_nhwc/fluidk/%s/t1" % SMALL, 0.1e9, aggregate="mean"),
+    median("nchw_to_nhwc/fluidk/%s/t1" % LARGE, 0.1e9, error=True),
+    median("not_a_figure/fluidk/%s/t1" % LARGE, 0.1e9),
+    # f32 -> f16 against oneDNN's reference reorder.
+    median("f32_to_f16/fluidk/%s/t1" % LARGE, 9.0e9),
+    median("f32_to_f16/onednn/%s/t1" % LARGE, 0.06e9, "ref:any"),
+    # The fused pass against its two steps, above L2: 1.5.
+    median("fused_nChw8c_f32_to_nchw_f16/fluidk/%s/t1" % LARGE, 6.0e9),
+    median("fused_nChw8c_f32_to_nchw_f16/sequential/%s/t1" % LARGE, 4.0e9),
+]
+assert SMALL_BYTES < L2 < LARGE_BYTES
+rc, lines = run(report(benchmarks))
+expect("exit status", rc, 0)
+expect("RATIO lines", lines, [
+    "RATIO transform.nchw_to_nhwc.vs_onednn.min_over_sizes 0.500  (at 1.125 MiB; oneDNN ran simple:any)",
+    "RATIO transform.nchw_to_nhwc.vs_onednn.t2.min_over_sizes 3.000  (at 1.125 MiB; oneDNN ran jit:uni)",
+    "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 0.800  (at 1.125 MiB)",
+    "RATIO transform.f32_to_f16.vs_onednn.min_over_sizes 150.000  (at 1.125 MiB; oneDNN ran ref:any)",
+    "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500  (at 1.125 MiB)",
+])
+
+# --markdown: the same figures, without the notes.
+rc, lines = run(report(benchmarks), "--markdown")
+expect("markdown exit status", rc, 0)
+expect("markdown RATIO lines", [" ".join(line.split()[:3]) for line in lines], [
+    "RATIO transform.nchw_to_nhwc.vs_onednn.min_over_sizes 0.500",
+    "RATIO transform.nchw_to_nhwc.vs_onednn.t2.min_over_sizes 3.000",
+    "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 0.800",
+    "RATIO transform.f32_to_f16.vs_onednn.min_over_sizes 150.000",
+    "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500",
+])
+expect("markdown notes", [line for line in lines if "(" in line], [])
+
+# The network shapes: a table and ratios of their own, the label found there too.
+shape = "1x64x56x56"
+rc, lines = run(report([
+    median("shapes/nchw_to_nhwc/fluidk/%s/t1" % shape, 3.0e9),
+    median("shapes/nchw_to_nhwc/onednn/%s/t1" % shape, 2.0e9, "jit:uni"),
+]))
+expect("network exit status", rc, 0)
+expect("network RATIO lines", lines, [
+    "RATIO transform.nchw_to_nhwc.vs_onednn.min_over_network_shapes 1.500  (at %s; oneDNN ran jit:uni)" % shape])
+
+# No medians at all: a failure, not an empty success.
+rc, lines = run(report([median("nchw_to_nhwc/fluidk/%s/t1" % LARGE, 1e9, aggregate="mean")]))
+expect("exit status without medians", rc != 0, True)
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("ok: ratios.py gives the smallest ratios, where they were and what oneDNN ran")
