@@ -515,6 +515,42 @@ TEST_CASE("executors run concurrently on scopes that share read-only weights", "
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
 }
 
+TEST_CASE("a prepared program finds its variables by name again after one is erased or shadowed",
+          "[executor][regression]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(iota({4}, 1)));
+  Executor executor(cpu_place);
+  const std::vector<op_invocation> program{op("double", "x", "y")};
+  auto prepared = executor.prepare(program, scope);
+  executor.run(prepared);
+  CHECK(values(scope.get("y")) == iota_values(4, 2));
+  // x erased and made again (a variable made in between may take the old one's memory): the
+  // run reads the new x, not freed memory or the variable made in between.
+  REQUIRE(scope.erase("x"));
+  scope.var("decoy").set(LoDTensor(iota({4}, 100)));
+  scope.var("x").set(LoDTensor(iota({4}, 10)));
+  executor.run(prepared);
+  CHECK(values(scope.get("y")) == iota_values(4, 20));
+  // The output erased: the run makes it again.
+  REQUIRE(scope.erase("y"));
+  executor.run(prepared);
+  REQUIRE(scope.has_local("y"));
+  CHECK(values(scope.get("y")) == iota_values(4, 20));
+  // On a child scope, x is the parent's until the child makes its own, which shadows it.
+  Scope& kid = scope.new_scope();
+  auto on_kid = executor.prepare(std::vector<op_invocation>{op("double", "x", "z")}, kid);
+  executor.run(on_kid);
+  CHECK(values(kid.get("z")) == iota_values(4, 20));
+  kid.var("x").set(LoDTensor(iota({4}, 5)));
+  executor.run(on_kid);
+  CHECK(values(kid.get("z")) == iota_values(4, 10));
+  CHECK(values(scope.get("x")) == iota_values(4, 10));
+  // And the parent's again once the child's is erased.
+  REQUIRE(kid.erase("x"));
+  executor.run(on_kid);
+  CHECK(values(kid.get("z")) == iota_values(4, 20));
+}
+
 TEST_CASE("a block from the program text runs as its operators would", "[executor][program]") {
   const ProgramDesc program = parse_program(
       "block 0\n"

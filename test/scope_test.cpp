@@ -2,6 +2,7 @@
 // lifetime, and concurrent use of a shared parent.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <fluidk/scope.hpp>
 #include <string>
 #include <thread>
@@ -60,6 +61,33 @@ TEST_CASE("lookup goes up through the parents; var() makes a local one", "[scope
   CHECK(grandchild.erase("w"));
   CHECK_FALSE(grandchild.erase("w"));
   CHECK(grandchild.get("w").get<LoDTensor>().dims() == dims{3});
+}
+
+TEST_CASE("names_version moves on when a name may find another variable, and only then", "[scope]") {
+  Scope root;
+  Scope& child = root.new_scope();
+  Scope& sibling = root.new_scope();
+  const std::uint64_t start = child.names_version();
+  root.var("w");  // made in a parent
+  const std::uint64_t made = child.names_version();
+  CHECK(made != start);
+  // Lookups, var() of an existing variable, writes and other scopes leave it.
+  (void)child.find_var("w");
+  root.var("w").set(LoDTensor({3}, data_type::float32));
+  sibling.var("s");
+  (void)child.new_scope().var("below");
+  CHECK(child.names_version() == made);
+  // A variable that shadows the parent's, an erase here or in a parent, and a failed erase.
+  child.var("w");
+  const std::uint64_t shadowed = child.names_version();
+  CHECK(shadowed != made);
+  CHECK(child.erase("w"));
+  const std::uint64_t erased = child.names_version();
+  CHECK(erased != shadowed);
+  CHECK_FALSE(child.erase("w"));
+  CHECK(child.names_version() == erased);
+  CHECK(root.erase("w"));
+  CHECK(child.names_version() != erased);
 }
 
 TEST_CASE("children are owned by their parent", "[scope]") {

@@ -300,6 +300,10 @@ class Executor {
     std::vector<op> ops_;
     std::vector<input> inputs_;
     std::vector<Variable*> input_variables_, output_variables_;
+    // The names they were found by, and the scope's names_version() then: a run after a
+    // variable was made or erased in the scope or a parent finds them again (rebind).
+    std::vector<std::string> input_names_, output_names_;
+    std::uint64_t names_version_ = 0;
     std::vector<std::uint32_t> offsets_;
     // Each operator's kernel arguments (its inputs, then its outputs) and its kernel's
     // context over them, made on each new choice: a run of an unchanged operator builds
@@ -311,6 +315,10 @@ class Executor {
 
   prepared prepare(std::span<const op_invocation> ops, Scope& scope) const;
 
+  // Runs a prepared program. A variable made in or erased from its scope (or a parent) since
+  // the last run makes it find its variables by name again first: a name may now find
+  // another variable (a new one that shadows a parent's, one made again after an erase).
+  // The scope itself must outlive the prepared program.
   void run(prepared& p);
 
   // Prepares and runs once.
@@ -322,6 +330,15 @@ class Executor {
   void run(const BlockDesc& block, Scope& scope) { run(invocations(block), scope); }
 
  private:
+  // The variable a program's name binds to: found in the scope or a parent, else made in the
+  // scope.
+  static Variable& variable_named(Scope& scope, const std::string& name) {
+    Variable* v = scope.find_var(name);
+    return v != nullptr ? *v : scope.var(name);
+  }
+  // Finds every variable of `p` by its name again (run, when the scope's names changed).
+  static void rebind(prepared& p);
+
   static std::int8_t policy_code(std::optional<fallback_policy> policy) noexcept {
     return policy ? std::int8_t(*policy) : std::int8_t(-1);
   }
@@ -586,20 +603,21 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
       for (std::string_view d : declared) {
         for (const auto& [slot, names] : given)
           if (slot == d)
-            for (const std::string& name : names) {
-              Variable* v = scope.find_var(name);
-              vars.push_back(v != nullptr ? v : &scope.var(name));
-            }
+            for (const std::string& name : names) vars.push_back(&variable_named(scope, name));
         p.offsets_.push_back(std::uint32_t(vars.size() - first));
       }
     };
     o.first_offset = std::uint32_t(p.offsets_.size());
     o.first_input = std::uint32_t(p.input_variables_.size());
     bind(call.inputs, o.info->inputs(), p.input_variables_);
+    for (std::uint32_t i = o.first_input; i < p.input_variables_.size(); ++i)
+      p.input_names_.push_back(p.input_variables_[i]->name());
     o.input_count = std::uint32_t(p.input_variables_.size() - o.first_input);
     o.input_slots = std::uint16_t(o.info->inputs().size());
     o.first_output = std::uint32_t(p.output_variables_.size());
     bind(call.outputs, o.info->outputs(), p.output_variables_);
+    for (std::uint32_t i = o.first_output; i < p.output_variables_.size(); ++i)
+      p.output_names_.push_back(p.output_variables_[i]->name());
     o.output_count = std::uint32_t(p.output_variables_.size() - o.first_output);
     o.output_slots = std::uint16_t(o.info->outputs().size());
     for (std::uint16_t slot = 0; slot < o.input_slots; ++slot) {
@@ -622,10 +640,36 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   // A context for each operator over its arguments, made again by each choice.
   p.contexts_.reserve(p.ops_.size());
   for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
+  p.names_version_ = scope.names_version();  // after the variables made above
   return p;
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::rebind(prepared& p) {
+  Scope& scope = *p.scope_;
+  for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
+    p.input_variables_[i] = &variable_named(scope, p.input_names_[i]);
+  for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
+    p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
+  for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+    prepared::op& o = p.ops_[k];
+    const prepared::cold& c = p.cold_[k];
+    for (std::uint32_t i = 0; i < o.input_count; ++i) {
+      p.inputs_[o.first_input + i].variable = p.input_variables_[o.first_input + i];
+      p.args_[c.first_arg + i] = kernel_arg(p.input_variables_[o.first_input + i]);
+    }
+    for (std::uint32_t i = 0; i < o.output_count; ++i)
+      p.args_[c.first_arg + o.input_count + i] = kernel_arg(p.output_variables_[o.first_output + i]);
+    // Chosen again on its next run, for the variables found now.
+    o.entry = nullptr;
+    o.plain = false;
+    p.contexts_[k] = context_for(p, k);
+  }
+  p.names_version_ = scope.names_version();
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
+  if (p.scope_->names_version() != p.names_version_) [[unlikely]]
+    rebind(p);
   const std::size_t count = p.ops_.size();
   for (std::size_t i = 0; i < count; ++i) run_op(p, i);
 }

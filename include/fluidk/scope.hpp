@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -42,7 +44,10 @@ class Scope {
     }
     const std::unique_lock lock(vars_mutex_);
     auto& slot = vars_[name];
-    if (!slot) slot = std::make_unique<Variable>(name);
+    if (!slot) {
+      slot = std::make_unique<Variable>(name);
+      names_changed_.fetch_add(1, std::memory_order_relaxed);
+    }
     return *slot;
   }
 
@@ -84,7 +89,19 @@ class Scope {
     const auto it = vars_.find(name);
     if (it == vars_.end()) return false;
     vars_.erase(it);
+    names_changed_.fetch_add(1, std::memory_order_relaxed);
     return true;
+  }
+
+  // Moves on whenever a variable is made in or erased from this scope or one of its parents,
+  // that is whenever a name may find another variable than before (a new one that shadows a
+  // parent's, or one made again after an erase). What keeps variables found by name (a
+  // prepared program) finds them again when this has moved.
+  std::uint64_t names_version() const noexcept {
+    std::uint64_t version = 0;
+    for (const Scope* scope = this; scope != nullptr; scope = scope->parent_)
+      version += scope->names_changed_.load(std::memory_order_relaxed);
+    return version;
   }
 
   // A new child scope, owned by this one and destroyed with it or by delete_scope().
@@ -126,6 +143,7 @@ class Scope {
   const Scope* parent_ = nullptr;
   mutable std::shared_mutex vars_mutex_;
   std::unordered_map<std::string, std::unique_ptr<Variable>, detail::string_hash, std::equal_to<>> vars_;
+  std::atomic<std::uint64_t> names_changed_{0};  // variables made or erased here (names_version)
   mutable std::mutex kids_mutex_;
   std::vector<std::unique_ptr<Scope>> kids_;
 };
