@@ -847,6 +847,22 @@ TEMPLATE_TEST_CASE("sum over LoDTensor and SelectedRows inputs, Fluid's semantic
     CHECK(scope.get("arr_long").get<LoDTensorArray>().size() == 4);
     run_rt(scope, "sum", {{"X", {"arr_short", "arr_long"}}}, {{"Out", {"arr_short_sum"}}});
     CHECK(scope.get("arr_short_sum").get<LoDTensorArray>().size() == 1);
+    // Still in place when the executor moves X[0] (its element in nChw8c, which the kernel
+    // does not take) into a child scope: the copy keeps X[0]'s name.
+    {
+      const Tensor blocked = transform(
+          random_tensor<TestType>({1, 8, 1, 1}, -1, 1, data_layout::nchw),
+          kernel_key{cpu_place, data_type_of<TestType>, data_layout_of<layout::nChw8c>, library_type::plain});
+      scope.var("arr_blocked").set(LoDTensorArray{LoDTensor(blocked), LoDTensor()});
+      scope.var("arr_one").set(LoDTensorArray{LoDTensor(random_tensor<TestType>({1, 8, 1, 1}))});
+      Executor executor(cpu_place);
+      executor.run(
+          std::vector<op_invocation>{
+              {"sum", {{"X", {"arr_blocked", "arr_one"}}}, {{"Out", {"arr_blocked"}}}, {}}},
+          scope);
+      CHECK(executor.stats().transforms > 0);
+      CHECK(scope.get("arr_blocked").get<LoDTensorArray>().size() == 2);
+    }
     for (const std::string out : {"arr_out", "arr1"}) {
       run_rt(scope, "sum", {{"X", {"arr1", "arr2"}}}, {{"Out", {out}}});
       const LoDTensorArray& sum = scope.get(out).get<LoDTensorArray>();

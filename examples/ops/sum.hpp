@@ -90,8 +90,11 @@ struct sum_cpu {
         if ((*arrays.back())[e].initialized() && (*arrays.back())[e].numel() > 0)
           length = std::max(length, e + 1);
     }
+    // In place when Out is X[0] by name: an input that the executor moves is read from a copy
+    // in a child scope, under the same name (docs/programs.md).
     kernel_arg& out = ctx.output_arg("Out");
-    if (out.variable() == args.front().variable()) length = std::max(length, arrays.front()->size());
+    if (out.variable() != nullptr && out.variable()->name() == args.front().variable()->name())
+      length = std::max(length, arrays.front()->size());
     LoDTensorArray result(length);
     for (std::size_t e = 0; e < length; ++e) {
       std::vector<Tensor> dense;
