@@ -568,6 +568,47 @@ TEST_CASE("a block from the program text runs as its operators would", "[executo
   CHECK(values(scope.get("c")) == expected);
 }
 
+TEST_CASE("a block's outputs are its scope's own unless persistable: sibling scopes never write the parent's",
+          "[executor][program][regression]") {
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var x : LoDTensor float [4]\n"
+      "  var total : LoDTensor float [4] persistable\n"
+      "  op double (X: x) -> (Out: y)\n"
+      "  op increment (X: y) -> (Out: total)\n");
+  Scope parent;
+  parent.var("y").set(LoDTensor(iota({4}, 7)));
+  parent.var("total").set(LoDTensor(iota({4}, 7)));
+  Scope& k1 = parent.new_scope();
+  Scope& k2 = parent.new_scope();
+  k1.var("x").set(LoDTensor(iota({4}, 1)));
+  k2.var("x").set(LoDTensor(iota({4}, 50)));
+  Executor e1(cpu_place), e2(cpu_place);
+  auto p1 = e1.prepare(program.block(0), k1);
+  auto p2 = e2.prepare(program.block(0), k2);
+  e1.run(p1);
+  e2.run(p2);
+  // y is each child's own; the parent's is untouched.
+  CHECK(k1.has_local("y"));
+  CHECK(values(k1.get("y")) == iota_values(4, 2));
+  CHECK(values(k2.get("y")) == iota_values(4, 100));
+  CHECK(values(parent.get("y")) == iota_values(4, 7));
+  // total is persistable: the parent's, written by the last run (k2's).
+  CHECK_FALSE(k1.has_local("total"));
+  CHECK(values(parent.get("total")) == std::vector<float>{1, 101, 201, 301});
+  // y erased from k1: the next run makes it in k1 again, and leaves the parent's.
+  REQUIRE(k1.erase("y"));
+  e1.run(p1);
+  CHECK(values(k1.get("y")) == iota_values(4, 2));
+  CHECK(values(parent.get("y")) == iota_values(4, 7));
+  // The same on the path that prepares and runs at once.
+  Scope& k3 = parent.new_scope();
+  k3.var("x").set(LoDTensor(iota({4}, 3)));
+  Executor(cpu_place).run(program.block(0), k3);
+  CHECK(values(k3.get("y")) == iota_values(4, 6));
+  CHECK(values(parent.get("y")) == iota_values(4, 7));
+}
+
 namespace {
 // The edges of a DOT text that carry a moved input (class "transfer" or "transfer cached").
 std::size_t transfer_edges(const std::string& dot, bool cached) {

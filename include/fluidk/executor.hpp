@@ -16,8 +16,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -304,6 +306,8 @@ class Executor {
     // variable was made or erased in the scope or a parent finds them again (rebind).
     std::vector<std::string> input_names_, output_names_;
     std::uint64_t names_version_ = 0;
+    // A block's variables that are the scope's own (make_locals), made before any name is found.
+    std::vector<std::string> local_names_;
     std::vector<std::uint32_t> offsets_;
     // Each operator's kernel arguments (its inputs, then its outputs) and its kernel's
     // context over them, made on each new choice: a run of an unchanged operator builds
@@ -313,7 +317,9 @@ class Executor {
     std::vector<cold> cold_;
   };
 
-  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const;
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const {
+    return prepare(ops, scope, nullptr);
+  }
 
   // Runs a prepared program. A variable made in or erased from its scope (or a parent) since
   // the last run makes it find its variables by name again first: a name may now find
@@ -326,8 +332,19 @@ class Executor {
 
   // The operators of a block, as the executor takes them.
   static std::vector<op_invocation> invocations(const BlockDesc& block);
-  prepared prepare(const BlockDesc& block, Scope& scope) const { return prepare(invocations(block), scope); }
-  void run(const BlockDesc& block, Scope& scope) { run(invocations(block), scope); }
+  // A block's operators, with its variables: those that its operators write and that it
+  // declares without marking them persistable are the scope's own, made in it before the
+  // operators' names are found (as Fluid's executor makes a block's variables), so that they
+  // shadow a parent's of the same name: executors on sibling scopes under a common parent
+  // never write the parent's variable, or each other's. Persistable ones (weights), and names
+  // the block does not declare, are found in the scope or a parent, as with op_invocations.
+  prepared prepare(const BlockDesc& block, Scope& scope) const {
+    return prepare(invocations(block), scope, &block);
+  }
+  void run(const BlockDesc& block, Scope& scope) {
+    prepared p = prepare(block, scope);
+    run(p);
+  }
 
  private:
   // The variable a program's name binds to: found in the scope or a parent, else made in the
@@ -338,6 +355,11 @@ class Executor {
   }
   // Finds every variable of `p` by its name again (run, when the scope's names changed).
   static void rebind(prepared& p);
+  // Makes the scope's own variables of `p` (prepare(BlockDesc), run before finding names).
+  static void make_locals(const prepared& p) {
+    for (const std::string& name : p.local_names_) p.scope_->var(name);
+  }
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope, const BlockDesc* block) const;
 
   static std::int8_t policy_code(std::optional<fallback_policy> policy) noexcept {
     return policy ? std::int8_t(*policy) : std::int8_t(-1);
@@ -567,7 +589,8 @@ class Executor {
 
 #if FLUIDK_DETAIL_RUNTIME_HERE
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
-                                                                   Scope& scope) const {
+                                                                   Scope& scope,
+                                                                   const BlockDesc* block) const {
   // What can refuse the block is looked at before the scope gets a variable, so that a
   // refused block leaves the scope as it was: an unknown operator, a slot it does not
   // declare, an attribute of the wrong kind.
@@ -591,6 +614,17 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   }
   prepared p;
   p.scope_ = &scope;
+  if (block != nullptr) {
+    std::unordered_set<std::string_view> seen;
+    for (const op_invocation& call : ops)
+      for (const auto& [slot, names] : call.outputs)
+        for (const std::string& name : names) {
+          const VarDesc* declared = block->find_var_recursive(name);
+          if (declared != nullptr && !declared->persistable && seen.insert(name).second)
+            p.local_names_.push_back(name);
+        }
+    make_locals(p);
+  }
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const op_invocation& call = ops[k];
     prepared::op o;
@@ -646,6 +680,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::rebind(prepared& p) {
   Scope& scope = *p.scope_;
+  make_locals(p);
   for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
     p.input_variables_[i] = &variable_named(scope, p.input_names_[i]);
   for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
