@@ -607,6 +607,13 @@ TEST_CASE("a block's outputs are its scope's own unless persistable: sibling sco
   Executor(cpu_place).run(program.block(0), k3);
   CHECK(values(k3.get("y")) == iota_values(4, 6));
   CHECK(values(parent.get("y")) == iota_values(4, 7));
+  // A list of op_invocations declares nothing: its output y, which only the parent holds, is
+  // the parent's (docs/programs.md, "Threads").
+  Scope& k4 = parent.new_scope();
+  k4.var("x").set(LoDTensor(iota({4}, 4)));
+  Executor(cpu_place).run(std::vector<op_invocation>{op("double", "x", "y")}, k4);
+  CHECK_FALSE(k4.has_local("y"));
+  CHECK(values(parent.get("y")) == iota_values(4, 8));
 }
 
 namespace {

@@ -334,10 +334,12 @@ class Executor {
   static std::vector<op_invocation> invocations(const BlockDesc& block);
   // A block's operators, with its variables: those that its operators write and that it
   // declares without marking them persistable are the scope's own, made in it before the
-  // operators' names are found (as Fluid's executor makes a block's variables), so that they
-  // shadow a parent's of the same name: executors on sibling scopes under a common parent
-  // never write the parent's variable, or each other's. Persistable ones (weights), and names
-  // the block does not declare, are found in the scope or a parent, as with op_invocations.
+  // operators' names are found, so that they shadow a parent's of the same name: executors on
+  // sibling scopes under a common parent never write the parent's variable, or each other's.
+  // (Fluid's executor makes every non-persistable variable of a block in its scope; only the
+  // written ones here, so that an input the block only reads may be a parent's.) Persistable
+  // ones (weights), and names the block does not declare, are found in the scope or a parent,
+  // as with op_invocations.
   prepared prepare(const BlockDesc& block, Scope& scope) const {
     return prepare(invocations(block), scope, &block);
   }
@@ -354,7 +356,29 @@ class Executor {
     return v != nullptr ? *v : scope.var(name);
   }
   // Finds every variable of `p` by its name again (run, when the scope's names changed).
-  static void rebind(prepared& p);
+  static void rebind(prepared& p) {
+    Scope& scope = *p.scope_;
+    make_locals(p);
+    for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
+      p.input_variables_[i] = &variable_named(scope, p.input_names_[i]);
+    for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
+      p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
+    for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+      prepared::op& o = p.ops_[k];
+      const prepared::cold& c = p.cold_[k];
+      for (std::uint32_t i = 0; i < o.input_count; ++i) {
+        p.inputs_[o.first_input + i].variable = p.input_variables_[o.first_input + i];
+        p.args_[c.first_arg + i] = kernel_arg(p.input_variables_[o.first_input + i]);
+      }
+      for (std::uint32_t i = 0; i < o.output_count; ++i)
+        p.args_[c.first_arg + o.input_count + i] = kernel_arg(p.output_variables_[o.first_output + i]);
+      // Chosen again on its next run, for the variables found now.
+      o.entry = nullptr;
+      o.plain = false;
+      p.contexts_[k] = context_for(p, k);
+    }
+    p.names_version_ = scope.names_version();
+  }
   // Makes the scope's own variables of `p` (prepare(BlockDesc), run before finding names).
   static void make_locals(const prepared& p) {
     for (const std::string& name : p.local_names_) p.scope_->var(name);
@@ -676,30 +700,6 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
   p.names_version_ = scope.names_version();  // after the variables made above
   return p;
-}
-
-FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::rebind(prepared& p) {
-  Scope& scope = *p.scope_;
-  make_locals(p);
-  for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
-    p.input_variables_[i] = &variable_named(scope, p.input_names_[i]);
-  for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
-    p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
-  for (std::size_t k = 0; k < p.ops_.size(); ++k) {
-    prepared::op& o = p.ops_[k];
-    const prepared::cold& c = p.cold_[k];
-    for (std::uint32_t i = 0; i < o.input_count; ++i) {
-      p.inputs_[o.first_input + i].variable = p.input_variables_[o.first_input + i];
-      p.args_[c.first_arg + i] = kernel_arg(p.input_variables_[o.first_input + i]);
-    }
-    for (std::uint32_t i = 0; i < o.output_count; ++i)
-      p.args_[c.first_arg + o.input_count + i] = kernel_arg(p.output_variables_[o.first_output + i]);
-    // Chosen again on its next run, for the variables found now.
-    o.entry = nullptr;
-    o.plain = false;
-    p.contexts_[k] = context_for(p, k);
-  }
-  p.names_version_ = scope.names_version();
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
