@@ -399,6 +399,18 @@ TEMPLATE_TEST_CASE("fc, plain CPU: Input x W + Bias against a naive product; Bia
       run<ops::fc>(target<cpu>(), inputs(typed(input), typed(w), no_input), outputs(out), attrs);
     CHECK(values<TestType>(out) == values<TestType>(scope.get("out")));
   }
+  // A Bias of another kind is refused, not taken for no Bias; an empty variable is no Bias.
+  Scope scope;
+  scope.var("in").set(LoDTensor(random_tensor<TestType>({6, 5})));
+  scope.var("w").set(LoDTensor(random_tensor<TestType>({5, 4})));
+  scope.var("rows").set(SelectedRows({0}, 1, random_tensor<TestType>({1, 4})));
+  scope.var("nothing");
+  CHECK_THROWS_WITH(
+      run_rt(scope, "fc", {{"Input", {"in"}}, {"W", {"w"}}, {"Bias", {"rows"}}}, {{"Out", {"out"}}}),
+      Catch::Contains("operator 'fc'") && Catch::Contains("input 'Bias' holds SelectedRows, not LoDTensor"));
+  CHECK_FALSE(scope.get("out").initialized());
+  run_rt(scope, "fc", {{"Input", {"in"}}, {"W", {"w"}}, {"Bias", {"nothing"}}}, {{"Out", {"out"}}});
+  CHECK(scope.get("out").get<LoDTensor>().dims() == dims{6, 4});
 }
 
 #if FLUIDK_OPS_ONEDNN

@@ -160,11 +160,17 @@ inline const Tensor& input(const execution_context& ctx, std::string_view slot, 
   return t;
 }
 
-// True when an optional input slot is given and holds data.
+// True when an optional input slot is given and holds data. A variable that holds another kind
+// (SelectedRows, LoDTensorArray) is an error, not an input left out: read as absent, a Bias
+// held as SelectedRows was silently not added.
 inline bool has_input(const execution_context& ctx, std::string_view slot) {
   const auto args = ctx.inputs(slot);
   if (args.empty() || args[0].empty()) return false;
-  if (Variable* v = args[0].variable(); v != nullptr && !v->is<LoDTensor>()) return false;
+  if (const Variable* v = args[0].variable(); v != nullptr) {
+    if (!v->initialized()) return false;
+    require(v->is<LoDTensor>(), ctx,
+            "input '" + std::string(slot) + "' holds " + std::string(name_of(v->kind())) + ", not LoDTensor");
+  }
   return args[0].tensor().initialized();
 }
 
