@@ -32,11 +32,14 @@ NAME = re.compile(r"^(?P<shapes>shapes/)?(?P<figure>[^/]+)/(?P<impl>[^/]+)/"
                   r"(?P<shape>(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+))/t(?P<threads>\d+)$")
 
 
-def medians(path, network=False):
-    """The sweep's median results, as ((figure, impl, bytes, threads), benchmark) pairs (network: of
-    the network shapes, keyed by the shape's name instead of its bytes), and the report."""
+def read(path):
     with open(path) as f:
-        report = json.load(f)
+        return json.load(f)
+
+
+def medians(report, network=False):
+    """The sweep's median results, as ((figure, impl, bytes, threads), benchmark) pairs (network: of
+    the network shapes, keyed by the shape's name instead of its bytes)."""
     out = []
     for b in report.get("benchmarks", []):
         if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median" or b.get("error_occurred"):
@@ -49,14 +52,15 @@ def medians(path, network=False):
             continue
         size = 4 * int(m["n"]) * int(m["c"]) * int(m["h"]) * int(m["w"])  # bytes of the float tensor
         out.append(((m["figure"], m["impl"], m["shape"] if network else size, int(m["threads"])), b))
-    return out, report
+    return out
 
 
-def load(path, network=False):
+def load(path, network=False, report=None):
     """{(figure, impl, bytes, threads): bytes per second} of the sweep's medians (network: of
-    the network shapes, keyed by the shape's name instead of its bytes), and the L2 size."""
-    found, report = medians(path, network)
-    out = {key: b["bytes_per_second"] for key, b in found}
+    the network shapes, keyed by the shape's name instead of its bytes), and the L2 size; from
+    `report` when it was read already."""
+    report = read(path) if report is None else report
+    out = {key: b["bytes_per_second"] for key, b in medians(report, network)}
     l2 = None
     for cache in report.get("context", {}).get("caches", []):
         if cache.get("level") == 2 and cache.get("type") in ("Unified", "Data"):
@@ -64,12 +68,11 @@ def load(path, network=False):
     return out, l2
 
 
-def onednn_implementations(path, network=False):
+def onednn_implementations(report, network=False):
     """{(figure, bytes or shape, threads): the implementation oneDNN ran}, from the labels that
-    transforms_bench gives oneDNN's reorders (its primitive's impl_info_str, e.g. "jit:uni";
-    "ref:any" is oneDNN's reference code, a plain loop rather than a tuned kernel)."""
-    found, _ = medians(path, network)
-    return {(key[0], key[2], key[3]): b["label"] for key, b in found if key[1] == "onednn" and b.get("label")}
+    transforms_bench gives oneDNN's reorders (its primitive's impl_info_str, e.g. "jit:uni")."""
+    return {(key[0], key[2], key[3]): b["label"]
+            for key, b in medians(report, network) if key[1] == "onednn" and b.get("label")}
 
 
 def ratio_line(name, value, at, shown, implementations, markdown):
@@ -176,19 +179,20 @@ def main():
     markdown = "--markdown" in sys.argv
     if len(args) != 1:
         sys.exit("usage: ratios.py <transforms_bench JSON output> [--markdown]")
-    bps, l2 = load(args[0])
-    network, _ = load(args[0], network=True)
+    report = read(args[0])
+    bps, l2 = load(args[0], report=report)
+    network, _ = load(args[0], network=True, report=report)
     if not bps and not network:
         sys.exit("ratios.py: no medians in %s (run with --benchmark_repetitions > 1)" % args[0])
     if bps and l2 is None:
         print("ratios.py: the benchmark's context names no L2 cache: no ratio above L2", file=sys.stderr)
     print("\n".join(tables(bps, markdown) + tables(network, markdown, network=True)))
     found = ratios(bps, l2)
-    implementations = onednn_implementations(args[0])
+    implementations = onednn_implementations(report)
     for name, value, size in found:
         print(ratio_line(name, value, size, size_name(size), implementations, markdown))
     found_network = network_ratios(network)
-    implementations = onednn_implementations(args[0], network=True)
+    implementations = onednn_implementations(report, network=True)
     for name, value, shape in found_network:
         print(ratio_line(name, value, shape, shape, implementations, markdown))
     sys.exit(0 if found or found_network else 1)

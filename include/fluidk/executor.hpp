@@ -355,27 +355,23 @@ class Executor {
     Variable* v = scope.find_var(name);
     return v != nullptr ? *v : scope.var(name);
   }
-  // Finds every variable of `p` by its name again (run, when the scope's names changed).
+  // Finds every variable of `p` by its name again (run, when the scope's names changed). Each
+  // operator is chosen again on its next run (no entry), and that choice points its input
+  // arguments at the variables found here (choose); the output arguments are pointed here.
   static void rebind(prepared& p) {
     Scope& scope = *p.scope_;
     make_locals(p);
     for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
-      p.input_variables_[i] = &variable_named(scope, p.input_names_[i]);
+      p.input_variables_[i] = p.inputs_[i].variable = &variable_named(scope, p.input_names_[i]);
     for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
       p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
     for (std::size_t k = 0; k < p.ops_.size(); ++k) {
       prepared::op& o = p.ops_[k];
-      const prepared::cold& c = p.cold_[k];
-      for (std::uint32_t i = 0; i < o.input_count; ++i) {
-        p.inputs_[o.first_input + i].variable = p.input_variables_[o.first_input + i];
-        p.args_[c.first_arg + i] = kernel_arg(p.input_variables_[o.first_input + i]);
-      }
       for (std::uint32_t i = 0; i < o.output_count; ++i)
-        p.args_[c.first_arg + o.input_count + i] = kernel_arg(p.output_variables_[o.first_output + i]);
-      // Chosen again on its next run, for the variables found now.
+        p.args_[p.cold_[k].first_arg + o.input_count + i] =
+            kernel_arg(p.output_variables_[o.first_output + i]);
       o.entry = nullptr;
       o.plain = false;
-      p.contexts_[k] = context_for(p, k);
     }
     p.names_version_ = scope.names_version();
   }
