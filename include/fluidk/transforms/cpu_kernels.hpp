@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "fluidk/dims.hpp"
 #include "fluidk/dtype.hpp"

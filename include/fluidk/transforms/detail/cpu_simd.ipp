@@ -419,12 +419,27 @@ FLUIDK_DETAIL_SIMD_INLINE inline void put2(std::byte* p, v8 a, v8 b, bool nt) no
   else
     W::store2(p, a, b);
 }
-// 32 bytes already packed.
+// 32 or 16 bytes already packed.
 FLUIDK_DETAIL_SIMD_INLINE inline void put_packed(std::byte* p, __m256i x, bool nt) noexcept {
   if (nt)
     _mm256_stream_si256(reinterpret_cast<__m256i*>(p), x);
   else
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
+}
+FLUIDK_DETAIL_SIMD_INLINE inline void put_packed(std::byte* p, __m128i x, bool nt) noexcept {
+  if (nt)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), x);
+  else
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), x);
+}
+// Whether the 32 binary16 values h[0..3] hold a NaN: a magnitude above infinity's, 0x7C00.
+FLUIDK_DETAIL_SIMD_INLINE inline bool holds_f16_nan(const __m128i* h) noexcept {
+  const __m128i magnitude = _mm_set1_epi16(0x7FFF);
+  const __m128i top =
+      _mm_max_epi16(_mm_max_epi16(_mm_and_si128(h[0], magnitude), _mm_and_si128(h[1], magnitude)),
+                    _mm_max_epi16(_mm_and_si128(h[2], magnitude), _mm_and_si128(h[3], magnitude)));
+  const __m128i nan = _mm_cmpgt_epi16(top, _mm_set1_epi16(0x7C00));
+  return !_mm_testz_si128(nan, nan);
 }
 // Readers and writers whose conversion has a NaN fix-up that a block holding no NaN can skip
 // (load_raw, pack_raw), and the loads and stores of such a block: raw where there is a raw form.
@@ -500,16 +515,18 @@ FLUIDK_DETAIL_SIMD_INLINE inline void convert_one(const std::byte* s, std::byte*
 // An 8x8 block of 32-bit lanes loaded as a[k] = [row k, cols 0-3 | row k+4, cols 0-3] and
 // a[4+k] = the same for cols 4-7 (k < 4) becomes its columns: a[j] = column j. Two rounds of
 // in-lane shuffles (16) instead of three (24): the lane crossing came with the loads.
+// transpose_quarter: one half of it, a[0..3] (cols 0-3, or 4-7) into those four columns.
+FLUIDK_DETAIL_SIMD_INLINE inline void transpose_quarter(v8* a) noexcept {
+  const v8 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpackhi_ps(a[0], a[1]);
+  const v8 t2 = _mm256_unpacklo_ps(a[2], a[3]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
+  a[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+  a[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+  a[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+  a[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+}
 FLUIDK_DETAIL_SIMD_INLINE inline void transpose_halves(v8* a) noexcept {
-#pragma GCC unroll 8
-  for (int h = 0; h < 8; h += 4) {
-    const v8 t0 = _mm256_unpacklo_ps(a[h], a[h + 1]), t1 = _mm256_unpackhi_ps(a[h], a[h + 1]);
-    const v8 t2 = _mm256_unpacklo_ps(a[h + 2], a[h + 3]), t3 = _mm256_unpackhi_ps(a[h + 2], a[h + 3]);
-    a[h] = _mm256_shuffle_ps(t0, t2, 0x44);
-    a[h + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
-    a[h + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
-    a[h + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
-  }
+  transpose_quarter(a);
+  transpose_quarter(a + 4);
 }
 
 // Loads 8 elements at rows[k] + offset (k < 8) and transposes them: a[j] = column j. The rows
@@ -935,12 +952,44 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
   }
 }
 
+// One line of each of the first kv target rows of a chunk, streamed (4-byte targets: 16 pixels,
+// the 64 bytes of a line), straight from the registers: channels 0-3 of the 16 pixels, as two
+// transpose_quarter blocks of 8 pixels (eight registers), then channels 4-7, each row's line
+// written by two stores back to back. Through a line staged in L1 per row, as the 2-byte targets
+// go, every byte was stored twice, and AMD Zen 1 stores 16 bytes a cycle: nChw8c -> NCHW of float
+// streamed, one thread, GB/s read + written, medians of three runs, [1, 64, 56, 56] 26.0 -> 41.8,
+// [1, 64, 112, 112] 24.7 -> 36.5, [4, 64, 112, 112] 10.9 -> 12.6 (memcpy about 45, 27 and 13).
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void stream_line4(const std::byte* const* pixels, std::int64_t offset,
+                                                   std::int64_t s_px8, std::byte* const* rows,
+                                                   std::int64_t at, std::int64_t kv) noexcept {
+  static_assert(W::size == 4);
+  constexpr std::int64_t half = 4 * R::size;
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; ++g) {
+    v8 a[4], b[4];  // pixels 0-7 and 8-15; lanes 0-3 from pixel k, 4-7 from pixel k + 4
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      a[k] = R::load2(pixels[k] + offset + g * half, pixels[k + 4] + offset + g * half);
+      b[k] = R::load2(pixels[k] + offset + s_px8 + g * half, pixels[k + 4] + offset + s_px8 + g * half);
+    }
+    transpose_quarter(a);
+    transpose_quarter(b);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      if (4 * g + k < kv) {
+        W::stream(rows[4 * g + k] + at, a[k]);
+        W::stream(rows[4 * g + k] + at + 8 * W::size, b[k]);
+      }
+  }
+}
+
 // Channels together -> planar for one chunk: pixels (8 lanes each, readable even past kv) to the
 // first kv channel rows, 8 pixels at a time (eight registers live: sixteen, two steps at once,
-// spilled on AVX2). Streaming, a row's pixels are gathered in L1 until they fill a line
-// (16 floats or 32 halves), which is then streamed whole: written 8 pixels at a time, each
-// row's line would stay open across steps, and eight rows of half-written lines are more than
-// write-combining holds (measured on Zen 4: 2x slower than through the caches).
+// spilled on AVX2). Streaming, each row's line is streamed whole: 16 floats made in registers
+// (stream_line4), or 32 halves gathered in L1 until they fill it. Written 8 pixels at a time,
+// each row's line would stay open across steps, and eight rows of half-written lines are more
+// than write-combining holds (measured on Zen 4: 2x slower than through the caches).
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int64_t s_px, std::byte* d,
                                                     std::int64_t d_row, std::int64_t count, std::int64_t kv,
@@ -957,30 +1006,25 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
   std::int64_t p = 0;
   for (; p + 8 <= head; p += 8) scatter_step<R, W>(pixels, s, s_px, rows, p, kv, pf);
   if (nt) {
-    alignas(64) std::byte staged[8][64] = {};  // zeroed once: GCC cannot see that each row is written first
-    std::byte* staged_rows[8];
-    for (int k = 0; k < 8; ++k) staged_rows[k] = staged[k];
-    for (; p + line_px <= count; p += line_px) {
-      if constexpr (W::size == 2) {
+    if constexpr (W::size == 2) {
+      alignas(64) std::byte staged[8][64] = {};  // zeroed once: GCC cannot see that each row is written first
+      std::byte* staged_rows[8];
+      for (int k = 0; k < 8; ++k) staged_rows[k] = staged[k];
+      for (; p + line_px <= count; p += line_px) {
         for (std::int64_t h = 0; h < line_px; h += 16)
           scatter16_block<R, W>(pixels, (p + h) * s_px, 8 * s_px, staged_rows, h * W::size, kv);
-      } else {
-        for (std::int64_t h = 0; h < line_px; h += 8) {
-          v8 a[8];
-          load_rows_transposed<R>(pixels, (p + h) * s_px, a);
 #pragma GCC unroll 8
-          for (int k = 0; k < 8; ++k)
-            if (k < kv) W::store(staged[k] + h * W::size, a[k]);
-        }
+        for (int k = 0; k < 8; ++k)
+          if (k < kv) {
+            const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k]));
+            const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k] + 32));
+            _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size), lo);
+            _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size + 32), hi);
+          }
       }
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k)
-        if (k < kv) {
-          const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k]));
-          const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k] + 32));
-          _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size), lo);
-          _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size + 32), hi);
-        }
+    } else if constexpr (W::size == 4) {
+      for (; p + line_px <= count; p += line_px)
+        stream_line4<R, W>(pixels, p * s_px, 8 * s_px, rows, p * W::size, kv);
     }
   }
   if constexpr (W::size != 2) {
@@ -2374,7 +2418,22 @@ FLUIDK_DETAIL_SIMD_TARGET std::int64_t cast_blocks(const std::byte* src, std::by
 #else
   constexpr bool raw = loads_raw<R> || packs_raw<W>;
   for (; i + 32 <= end; i += 32) {
-    if constexpr (raw) {
+    if constexpr (std::is_same_v<W, wr_f16> && !loads_raw<R>) {
+      // Into float16 from a load that keeps every value (float, bfloat16): VCVTPS2PH gives a NaN
+      // exactly where its input is one, so the block is converted raw and its 32 halves looked at
+      // instead of its inputs, in 128-bit registers stored as they are. On AMD Zen 1 (one thread,
+      // GB/s read + written, 196 KiB in the L2) 39.8 -> 42.7, a plain loop without any check 47.3:
+      // VCVTPS2PH bounds it there, and the float compares of the inputs took the same pipes.
+      __m128i h[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) h[k] = W::pack_raw(R::load(src + (i + 8 * k) * se));
+      if (!holds_f16_nan(h)) [[likely]] {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) put_packed(dst + (i + 8 * k) * de, h[k], NT);
+        continue;
+      }
+      __asm__ volatile("" ::: "memory");  // as below
+    } else if constexpr (raw) {
       const v8 a = load_if_no_nan<R>(src + i * se), b = load_if_no_nan<R>(src + (i + 8) * se);
       const v8 c = load_if_no_nan<R>(src + (i + 16) * se), e = load_if_no_nan<R>(src + (i + 24) * se);
       const v8 nan = _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q), _mm256_cmp_ps(c, e, _CMP_UNORD_Q));
