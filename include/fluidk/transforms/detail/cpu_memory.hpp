@@ -223,7 +223,8 @@ constexpr std::string_view name_of(nhwc_walk w) noexcept {
 namespace detail {
 // AMD's Zen cores (family 0x17 and later) take long runs; other CPUs short blocks. Measured on
 // Zen 4, on Zen 3 (family 0x19, model 1: NCHW -> NHWC of 64 channels of float, one thread, long
-// runs against short blocks 46.6 against 32.4 GB/s at 196 KiB, 42.1 against 28.6 at 3 MiB) and on
+// runs against short blocks 46.6 against 32.4 GB/s at 196 KiB, 42.1 against 28.6 at 3 MiB), on
+// Zen 1 (family 0x17, model 1: 38.8 against 29.1 at 196 KiB, 34.7 against 25.5 at 784 KiB) and on
 // the Intel Xeon above.
 inline nhwc_walk detect_nhwc_walk() noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS

@@ -957,8 +957,9 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
 // transpose_quarter blocks of 8 pixels (eight registers), then channels 4-7, each row's line
 // written by two stores back to back. Through a line staged in L1 per row, as the 2-byte targets
 // go, every byte was stored twice, and AMD Zen 1 stores 16 bytes a cycle: nChw8c -> NCHW of float
-// streamed, one thread, GB/s read + written, medians of three runs, [1, 64, 56, 56] 26.0 -> 41.8,
-// [1, 64, 112, 112] 24.7 -> 36.5, [4, 64, 112, 112] 10.9 -> 12.6 (memcpy about 45, 27 and 13).
+// streamed, one thread, GB/s read + written, medians of 2-6 runs, [1, 64, 56, 56] (forced to
+// stream) 26.0 -> 41.8, [1, 64, 112, 112] 24.7 -> 35.6, [4, 64, 112, 112] 10.9 -> 12.9 (memcpy
+// about 45, 20-27 and 12).
 template <class R, class W>
 FLUIDK_DETAIL_SIMD_INLINE inline void stream_line4(const std::byte* const* pixels, std::int64_t offset,
                                                    std::int64_t s_px8, std::byte* const* rows,
@@ -2422,8 +2423,9 @@ FLUIDK_DETAIL_SIMD_TARGET std::int64_t cast_blocks(const std::byte* src, std::by
       // Into float16 from a load that keeps every value (float, bfloat16): VCVTPS2PH gives a NaN
       // exactly where its input is one, so the block is converted raw and its 32 halves looked at
       // instead of its inputs, in 128-bit registers stored as they are. On AMD Zen 1 (one thread,
-      // GB/s read + written, 196 KiB in the L2) 39.8 -> 42.7, a plain loop without any check 47.3:
-      // VCVTPS2PH bounds it there, and the float compares of the inputs took the same pipes.
+      // GB/s read + written, 196 KiB in the L2) 38.0 -> 42.2, a plain loop of conversions without
+      // any test 47.3: VCVTPS2PH bounds it there, and the float compares of the inputs took the
+      // same pipes.
       __m128i h[4];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) h[k] = W::pack_raw(R::load(src + (i + 8 * k) * se));
