@@ -1688,9 +1688,10 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
 // read + written, before -> after: NHWC -> NCHW of float [1, 2048, 7, 7] 21.8 -> 34.7,
 // [1, 1024, 14, 14] 23.3 -> 32.3, [1, 256, 28, 28] 48.0 -> 65.6, [4, 64, 56, 56] 52.2 -> 69.5
 // (memcpy 95-103); nChw16c -> NCHW 56.0 -> 61.3, 59.0 -> 74.4, 56.0 -> 74.0, 54.0 -> 75.0.
-// Streamed, the chunks still go alone through staged lines (scatter_chunk): both chunks of 16
-// pixels staged, then their 16 lines streamed, measured the same at [16, 1024, 14, 14] (12-16
-// GB/s) and half the speed from memory ([64, 64, 56, 56] 24.2 -> 12.2). The AVX2 engine's,
+// Streamed, the chunks still go alone (scatter_chunk, a line of each row made in registers by
+// stream_line4): both chunks of 16 pixels staged in L1, then their 16 lines streamed, measured
+// the same at [16, 1024, 14, 14] (12-16 GB/s) and half the speed from memory ([64, 64, 56, 56]
+// 24.2 -> 12.2). The AVX2 engine's,
 // which the AVX-512 engine calls too: its own instance ran [1, 2048, 7, 7] at 28 GB/s.
 // `pairs` such pairs that lie one after the other in the source (NHWC) go together, each step
 // moving the 8 pixels of all of them (layout_job::scatter_pairs).
