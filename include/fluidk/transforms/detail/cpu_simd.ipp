@@ -883,32 +883,17 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_lines(const std::byte* s, std::b
 }
 #endif
 
-// 16 pixels of scatter_chunk into 16-bit rows (W::size == 2): each pixel's 8 lanes are packed
-// (converted) to 8 elements first, pixels i and i + 8 share a register, and three rounds of
-// 16-bit unpacks in each 128-bit lane leave a row's 16 pixels in one register for one 32-byte
-// store. Against two 32-bit transposes and sixteen 16-byte stores: 24 shuffles and 8 inserts
-// instead of 32 shuffles and 16 inserting loads, and half the stores (the fused nChw8c float ->
-// NCHW float16 pass on the AVX2 engine 1.15x -> 1.93x the sequential steps on Zen 4, from the
-// L3). On the AVX-512 engine, pixels that are contiguous (nChw8c) take scatter16_lines instead.
-// `at` is the byte offset of the first pixel in every row.
+// The rows of 16 pixels (8 lanes each) packed into 16-bit elements, out[k] = row k's 16 elements,
+// for scatter16_block: each pixel's 8 lanes are packed (converted) to 8 elements, pixels i and
+// i + 8 share a register, and three rounds of 16-bit unpacks in each 128-bit lane leave a row's
+// 16 pixels in one register. Where the conversion has a NaN fix-up, the block is looked at for
+// NaNs once (one compare per two pixels) and converted without the fix-up; false, with nothing
+// made, where it holds one.
 template <class R, class W>
-FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pixels, std::int64_t offset,
-                                                      std::int64_t s_px8, std::byte* const* rows,
-                                                      std::int64_t at, std::int64_t kv) noexcept {
+FLUIDK_DETAIL_SIMD_INLINE inline bool scatter16_rows(const std::byte* const* pixels, std::int64_t offset,
+                                                     std::int64_t s_px8, __m256i* out) noexcept {
   static_assert(W::size == 2);
-#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
-  if constexpr (packs16<R, W>) {
-    if (s_px8 == 64 * R::size) {
-      scatter16_lines<R, W>(pixels[0] + offset, rows, at, kv);
-      return;
-    }
-  }
-#endif
   __m256i y[8];
-  // Where the conversion has a NaN fix-up, the block is looked at for NaNs once (one compare per
-  // two pixels) and converted without the fix-up; if it holds one (rare), both halves go through
-  // the 32-bit transpose and the fix-up instead, not unrolled (the code is large, and a
-  // sanitizer's instrumentation makes it larger).
   v8 nan = _mm256_setzero_ps();
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
@@ -916,17 +901,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
     if constexpr (W::raw_needs_check) nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
     y[i] = W::pack2_raw(a, b);
   }
-  if (W::raw_needs_check && !_mm256_testz_ps(nan, nan)) {
-#pragma GCC unroll 1
-    for (int half = 0; half < 2; ++half) {
-      v8 a[8];
-      load_rows_transposed<R>(pixels, offset + half * s_px8, a);
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k)
-        if (k < kv) W::store(rows[k] + at + half * 8 * W::size, a[k]);
-    }
-    return;
-  }
+  if (W::raw_needs_check && !_mm256_testz_ps(nan, nan)) return false;
   __m256i t[8], u[8];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
@@ -943,12 +918,47 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pi
   // u[0..3]: channels (0,1), (2,3), (4,5), (6,7) of pixels 0-3 (and 8-11); u[4..7] of pixels 4-7.
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
-    if (2 * c < kv)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[2 * c] + at),
-                          _mm256_unpacklo_epi64(u[c], u[c + 4]));
-    if (2 * c + 1 < kv)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[2 * c + 1] + at),
-                          _mm256_unpackhi_epi64(u[c], u[c + 4]));
+    out[2 * c] = _mm256_unpacklo_epi64(u[c], u[c + 4]);
+    out[2 * c + 1] = _mm256_unpackhi_epi64(u[c], u[c + 4]);
+  }
+  return true;
+}
+
+// 16 pixels of scatter_chunk into 16-bit rows (W::size == 2): a row's 16 pixels made in one
+// register (scatter16_rows) for one 32-byte store. Against two 32-bit transposes and sixteen
+// 16-byte stores: 24 shuffles and 8 inserts instead of 32 shuffles and 16 inserting loads, and
+// half the stores (the fused nChw8c float -> NCHW float16 pass on the AVX2 engine 1.15x -> 1.93x
+// the sequential steps on Zen 4, from the L3). On the AVX-512 engine, pixels that are contiguous
+// (nChw8c) take scatter16_lines instead. `at` is the byte offset of the first pixel in every row.
+template <class R, class W>
+FLUIDK_DETAIL_SIMD_INLINE inline void scatter16_block(const std::byte* const* pixels, std::int64_t offset,
+                                                      std::int64_t s_px8, std::byte* const* rows,
+                                                      std::int64_t at, std::int64_t kv) noexcept {
+  static_assert(W::size == 2);
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+  if constexpr (packs16<R, W>) {
+    if (s_px8 == 64 * R::size) {
+      scatter16_lines<R, W>(pixels[0] + offset, rows, at, kv);
+      return;
+    }
+  }
+#endif
+  __m256i out[8];
+  if (scatter16_rows<R, W>(pixels, offset, s_px8, out)) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      if (k < kv) _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[k] + at), out[k]);
+    return;
+  }
+  // A NaN where the conversion has a fix-up (rare): both halves through the 32-bit transpose and
+  // the fix-up, not unrolled (the code is large, and a sanitizer's instrumentation makes it larger).
+#pragma GCC unroll 1
+  for (int half = 0; half < 2; ++half) {
+    v8 a[8];
+    load_rows_transposed<R>(pixels, offset + half * s_px8, a);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      if (k < kv) W::store(rows[k] + at + half * 8 * W::size, a[k]);
   }
 }
 
@@ -988,7 +998,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void stream_line4(const std::byte* const* pixel
 // Channels together -> planar for one chunk: pixels (8 lanes each, readable even past kv) to the
 // first kv channel rows, 8 pixels at a time (eight registers live: sixteen, two steps at once,
 // spilled on AVX2). Streaming, each row's line is streamed whole: 16 floats made in registers
-// (stream_line4), or 32 halves gathered in L1 until they fill it. Written 8 pixels at a time,
+// (stream_line4), or 32 halves, the first 16 gathered in L1. Written 8 pixels at a time,
 // each row's line would stay open across steps, and eight rows of half-written lines are more
 // than write-combining holds (measured on Zen 4: 2x slower than through the caches).
 template <class R, class W>
@@ -1011,9 +1021,29 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
       alignas(64) std::byte staged[8][64] = {};  // zeroed once: GCC cannot see that each row is written first
       std::byte* staged_rows[8];
       for (int k = 0; k < 8; ++k) staged_rows[k] = staged[k];
+      // The line's second 16 pixels stay in registers where scatter16_block would make them as
+      // scatter16_rows does (not where the AVX-512 engine takes scatter16_lines): only the first
+      // 16 are staged, half the stores and loads of staging both (AMD Zen 1, one thread, GB/s
+      // read + written, medians of four runs: the fused nChw8c float -> NCHW float16 pass,
+      // streamed, [1, 64, 56, 56] 16.0 -> 19.8, [1, 64, 112, 112] 15.1 -> 18.8).
+      bool lines = false;
+#if FLUIDK_DETAIL_SIMD_LEVEL >= 3
+      if constexpr (packs16<R, W>) lines = s_px == 8 * R::size;
+#endif
       for (; p + line_px <= count; p += line_px) {
-        for (std::int64_t h = 0; h < line_px; h += 16)
-          scatter16_block<R, W>(pixels, (p + h) * s_px, 8 * s_px, staged_rows, h * W::size, kv);
+        scatter16_block<R, W>(pixels, p * s_px, 8 * s_px, staged_rows, 0, kv);
+        __m256i second[8];
+        if (!lines && scatter16_rows<R, W>(pixels, (p + 16) * s_px, 8 * s_px, second)) {
+#pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k)
+            if (k < kv) {
+              const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(staged[k]));
+              _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size), lo);
+              _mm256_stream_si256(reinterpret_cast<__m256i*>(rows[k] + p * W::size + 32), second[k]);
+            }
+          continue;
+        }
+        scatter16_block<R, W>(pixels, (p + 16) * s_px, 8 * s_px, staged_rows, 16 * W::size, kv);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k)
           if (k < kv) {
