@@ -515,7 +515,7 @@ FLUIDK_DETAIL_SIMD_INLINE inline void convert_one(const std::byte* s, std::byte*
 // An 8x8 block of 32-bit lanes loaded as a[k] = [row k, cols 0-3 | row k+4, cols 0-3] and
 // a[4+k] = the same for cols 4-7 (k < 4) becomes its columns: a[j] = column j. Two rounds of
 // in-lane shuffles (16) instead of three (24): the lane crossing came with the loads.
-// transpose_quarter: one half of it, a[0..3] (cols 0-3, or 4-7) into those four columns.
+// transpose_quarter does one half: a[0..3] (cols 0-3, or cols 4-7) into those four columns.
 FLUIDK_DETAIL_SIMD_INLINE inline void transpose_quarter(v8* a) noexcept {
   const v8 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpackhi_ps(a[0], a[1]);
   const v8 t2 = _mm256_unpacklo_ps(a[2], a[3]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
@@ -1043,6 +1043,8 @@ FLUIDK_DETAIL_SIMD_INLINE inline void scatter_chunk(const std::byte* s, std::int
             }
           continue;
         }
+        // scatter16_lines, or a NaN to fix up: the second half staged as well. (One store loop for
+        // both, the second half loaded into `second` here, ran 8-10% slower streamed on Zen 1.)
         scatter16_block<R, W>(pixels, (p + 16) * s_px, 8 * s_px, staged_rows, 16 * W::size, kv);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k)
@@ -1721,8 +1723,8 @@ FLUIDK_DETAIL_SIMD_TARGET __attribute__((noinline)) void scatter_bytes(const std
 // Streamed, the chunks still go alone (scatter_chunk, a line of each row made in registers by
 // stream_line4): both chunks of 16 pixels staged in L1, then their 16 lines streamed, measured
 // the same at [16, 1024, 14, 14] (12-16 GB/s) and half the speed from memory ([64, 64, 56, 56]
-// 24.2 -> 12.2). The AVX2 engine's,
-// which the AVX-512 engine calls too: its own instance ran [1, 2048, 7, 7] at 28 GB/s.
+// 24.2 -> 12.2). The AVX2 engine's, which the AVX-512 engine calls too: its own instance ran
+// [1, 2048, 7, 7] at 28 GB/s.
 // `pairs` such pairs that lie one after the other in the source (NHWC) go together, each step
 // moving the 8 pixels of all of them (layout_job::scatter_pairs).
 template <class R, class W>
