@@ -139,9 +139,26 @@ struct set_offsets_op {
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(set_offsets{}));
 };
 
+// Out = X with X's offsets; refuses an X without offsets before it writes anything, as a
+// sequence kernel checks its input first.
+struct sequences_only {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    if (ctx.input_lod("X").empty()) throw error("integrity_sequences takes sequences only");
+    ctx.set_output("Out", copy_to(ctx.input("X"), ctx.place()), ctx.input_lod("X"));
+  }
+};
+struct sequences_op {
+  static constexpr std::string_view name = "integrity_sequences";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(sequences_only{}));
+};
+
 const bool registered =
     (register_operator<double_op>(), register_operator<fill_op>(), register_operator<scribble_op>(),
-     register_operator<dense_op>(), register_operator<share_op>(), register_operator<set_offsets_op>(), true);
+     register_operator<dense_op>(), register_operator<share_op>(), register_operator<set_offsets_op>(),
+     register_operator<sequences_op>(), true);
 
 // [1, 4, 1, 1] float in NHWC: the same bytes as NCHW, so values are easy to read, but a
 // layout the NCHW kernel needs transformed.
@@ -555,6 +572,54 @@ TEST_CASE("an output never keeps the offsets of an earlier run", "[integrity][lo
     executor.run(std::vector<op_invocation>{{"integrity_share", {{"X", {"seq"}}}, {{"Out", {"seq"}}}, {}}},
                  scope);
     CHECK(lod_of(scope, "seq") == lod{{0, 1, 4}});
+  }
+}
+
+TEST_CASE("a kernel that fails before it writes an output leaves the output's offsets", "[integrity][lod]") {
+  static_cast<void>(registered);
+  Scope scope;
+  with_lod(scope, "seq", rows(3), {{0, 1, 3}});
+  scope.var("dense").set(LoDTensor(rows(4)));
+  Variable& y = with_lod(scope, "y", rows(4), {{0, 3, 4}});  // an earlier run's result
+  y.get_mutable<LoDTensor>().data<float>()[0] = 7;
+  auto unchanged = [&] {
+    CHECK(lod_of(scope, "y") == lod{{0, 3, 4}});
+    CHECK(y.get<LoDTensor>().dims() == dims{4, 1});
+    CHECK(y.get<LoDTensor>().data<float>()[0] == 7);
+  };
+  const auto refused = Catch::Contains("integrity_sequences takes sequences only");
+  Executor executor(cpu_place);
+  SECTION("the executor: the first run, which chooses, and the next, which does not") {
+    const std::vector<op_invocation> ops{{"integrity_sequences", {{"X", {"dense"}}}, {{"Out", {"y"}}}, {}}};
+    auto program = executor.prepare(ops, scope);
+    CHECK_THROWS_WITH(executor.run(program), refused);
+    unchanged();
+    CHECK_THROWS_WITH(executor.run(program), refused);
+    unchanged();
+    CHECK(executor.stats().ops_run == 0);
+    // And a run that succeeds sets them.
+    scope.var("dense").set(LoDTensor(rows(4), {{0, 2, 4}}));
+    executor.run(program);
+    CHECK(lod_of(scope, "y") == lod{{0, 2, 4}});
+  }
+  SECTION("run_operator, the same rule") {
+    const std::vector<std::vector<Variable*>> in{{&scope.var("dense")}}, out{{&y}};
+    CHECK_THROWS_WITH(run_operator(find_operator("integrity_sequences"), cpu_place, in, out), refused);
+    unchanged();
+  }
+  SECTION("an output the kernel wrote before it failed keeps what it wrote, without offsets") {
+    // The tensor is written, then offsets that do not fit it are refused: the old offsets
+    // need not fit the new tensor, so they are not given back.
+    with_lod(scope, "y", rows(2), {{0, 2}});
+    CHECK_THROWS_WITH(
+        executor.run(std::vector<op_invocation>{{"integrity_set_offsets",
+                                                 {{"X", {"dense"}}},
+                                                 {{"Out", {"y"}}},
+                                                 {{"offsets", std::vector<std::int64_t>{0, 2, 3}}}}},
+                     scope),
+        Catch::Contains("LoD level 0 ends at 3"));
+    CHECK(lod_of(scope, "y").empty());
+    CHECK(y.get<LoDTensor>().dims() == dims{4, 1});
   }
 }
 

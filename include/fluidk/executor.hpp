@@ -405,9 +405,9 @@ class Executor {
       run_op_slowly(p, index);
       return;
     }
-    clear_output_lods({p.output_variables_.data() + o.first_output, o.output_count},
-                      {p.input_variables_.data() + o.first_input, o.input_count});
-    (*o.entry)(p.contexts_[index]);
+    run_kernel_clearing_lods({p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count},
+                             [&] { (*o.entry)(p.contexts_[index]); });
     ++stats_.ops_run;
   }
 
@@ -441,9 +441,9 @@ class Executor {
       }
     } guard{*p.scope_, child};
     if (o.moves) move_inputs(p, index, child, trace);
-    clear_output_lods({p.output_variables_.data() + o.first_output, o.output_count},
-                      {p.input_variables_.data() + o.first_input, o.input_count});
-    (*o.entry)(p.contexts_[index]);
+    run_kernel_clearing_lods({p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count},
+                             [&] { (*o.entry)(p.contexts_[index]); });
     ++stats_.ops_run;
   }
 

@@ -50,6 +50,9 @@ class LoDTensor : public Tensor {
     lod_ = std::move(offsets);
   }
 
+  // Removes the offsets and returns them (set_lod gives them back; nothing is copied).
+  fluidk::lod take_lod() noexcept { return std::exchange(lod_, {}); }
+
   std::size_t lod_levels() const noexcept { return lod_.size(); }
   // Number of sequences at `level`.
   std::size_t sequence_count(std::size_t level = 0) const {

@@ -272,17 +272,77 @@ decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const 
   }
 }
 
-// Each run of an operator starts with its outputs' sequence offsets cleared, so that an
-// output never keeps the LoD of an earlier run: a kernel sets them (set_output, share_lod).
-// An output that is also one of the operator's inputs keeps them, as they are this run's
-// input. Outputs without offsets are not touched (their version does not move).
-inline void clear_output_lods(std::span<Variable* const> outputs, std::span<Variable* const> inputs) {
-  for (Variable* out : outputs) {
-    if (out == nullptr || !out->is<LoDTensor>() || out->get<LoDTensor>().lod().empty()) continue;
-    bool is_input = false;
-    for (const Variable* in : inputs) is_input = is_input || in == out;
-    if (!is_input) out->get_mutable<LoDTensor>().set_lod({});
+namespace detail {
+// Whether output `out` has sequence offsets that a run clears: it has some and is not one of
+// the operator's inputs.
+inline bool lod_to_clear(const Variable* out, std::span<Variable* const> inputs) noexcept {
+  if (out == nullptr || !out->is<LoDTensor>() || out->get<LoDTensor>().lod().empty()) return false;
+  for (const Variable* in : inputs)
+    if (in == out) return false;
+  return true;
+}
+
+// Offsets taken off an output for a run, and its version after they were.
+struct taken_lod {
+  Variable* variable;
+  std::uint64_t version;
+  lod offsets;
+};
+
+// Takes the offsets off each output that has some to clear (its version moves on).
+inline std::vector<taken_lod> take_output_lods(std::span<Variable* const> outputs,
+                                               std::span<Variable* const> inputs) {
+  std::vector<taken_lod> taken;
+  for (Variable* out : outputs)
+    if (lod_to_clear(out, inputs)) {
+      lod offsets = out->get_mutable<LoDTensor>().take_lod();
+      taken.push_back({out, out->version(), std::move(offsets)});
+    }
+  return taken;
+}
+
+// After a failed kernel: gives the offsets back to every output it did not touch (its version
+// has not moved since). An output the kernel wrote keeps what the kernel left, without
+// offsets: they need not fit it.
+inline void give_back_untouched(std::vector<taken_lod>& taken) noexcept {
+  for (taken_lod& t : taken)
+    if (t.variable->version() == t.version && t.variable->is<LoDTensor>()) {
+      // The tensor is the one the offsets were checked against: set_lod does not refuse them.
+      try {
+        t.variable->get_mutable<LoDTensor>().set_lod(std::move(t.offsets));
+      } catch (...) {
+      }
+    }
+}
+
+// run_kernel_clearing_lods where some output has offsets to clear.
+template <class F>
+[[gnu::noinline]] void run_kernel_with_lods_taken(std::span<Variable* const> outputs,
+                                                  std::span<Variable* const> inputs, F&& kernel) {
+  std::vector<taken_lod> taken = take_output_lods(outputs, inputs);
+  try {
+    std::forward<F>(kernel)();
+  } catch (...) {
+    give_back_untouched(taken);
+    throw;
   }
+}
+}  // namespace detail
+
+// Runs `kernel` (the call of an operator's kernel) with its outputs' sequence offsets
+// cleared, so that an output never keeps the LoD of an earlier run: a kernel sets them
+// (set_output, share_lod). An output that is also one of the operator's inputs keeps them, as
+// they are this run's input. Outputs without offsets are not touched (their version does not
+// move). If the kernel throws, every output it did not write gets its offsets back: a failed
+// operator leaves its outputs as they were. The runtime call and both executor paths run
+// kernels through here.
+template <class F>
+[[gnu::always_inline]] inline void run_kernel_clearing_lods(std::span<Variable* const> outputs,
+                                                            std::span<Variable* const> inputs, F&& kernel) {
+  for (const Variable* out : outputs)
+    if (detail::lod_to_clear(out, inputs)) [[unlikely]]
+      return detail::run_kernel_with_lods_taken(outputs, inputs, std::forward<F>(kernel));
+  std::forward<F>(kernel)();
 }
 
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
@@ -330,12 +390,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op
   std::vector<Variable*> given_inputs, given_outputs;
   for (const auto& slot : inputs) given_inputs.insert(given_inputs.end(), slot.begin(), slot.end());
   for (const auto& slot : outputs) given_outputs.insert(given_outputs.end(), slot.begin(), slot.end());
-  clear_output_lods(given_outputs, given_inputs);
   const std::span<kernel_arg> all(args);
   execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()),
                             choice.chosen, {all.first(first_output), input_offsets},
                             {all.subspan(first_output), output_offsets}, attrs);
-  (*choice.entry)(context);
+  run_kernel_clearing_lods(given_outputs, given_inputs, [&] { (*choice.entry)(context); });
   return choice;
 }
 #endif
