@@ -616,6 +616,29 @@ TEST_CASE("a block's outputs are its scope's own unless persistable: sibling sco
   CHECK(values(parent.get("y")) == iota_values(4, 8));
 }
 
+TEST_CASE("a sub-block writes its parent block's variables in the parent's scope, and its own in its scope",
+          "[executor][program][regression]") {
+  // Fluid runs a sub-block (a loop's or a condition's body) on a child scope: the variables it
+  // declares are the child's, those of the blocks above are found in the parent.
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var x : LoDTensor float [4]\n"
+      "  var total : LoDTensor float [4]\n"
+      "block 1 parent 0\n"
+      "  var y : LoDTensor float [4]\n"
+      "  op double (X: x) -> (Out: y)\n"
+      "  op increment (X: y) -> (Out: total)\n");
+  Scope outer;
+  outer.var("x").set(LoDTensor(iota({4}, 1)));
+  outer.var("total");
+  Scope& inner = outer.new_scope();
+  Executor(cpu_place).run(program.block(1), inner);
+  CHECK(inner.has_local("y"));
+  CHECK_FALSE(outer.has_local("y"));
+  CHECK_FALSE(inner.has_local("total"));
+  CHECK(values(outer.get("total")) == std::vector<float>{1, 3, 5, 7});
+}
+
 namespace {
 // The edges of a DOT text that carry a moved input (class "transfer" or "transfer cached").
 std::size_t transfer_edges(const std::string& dot, bool cached) {

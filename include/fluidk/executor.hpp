@@ -639,7 +639,9 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
     for (const op_invocation& call : ops)
       for (const auto& [slot, names] : call.outputs)
         for (const std::string& name : names) {
-          const VarDesc* declared = block->find_var_recursive(name);
+          // Declared by this block itself: a parent block's variable, which a sub-block writes
+          // (a loop's accumulator), is found in the scope's parent like any name it reads.
+          const VarDesc* declared = block->find_var(name);
           if (declared != nullptr && !declared->persistable && seen.insert(name).second)
             p.local_names_.push_back(name);
         }
