@@ -432,6 +432,39 @@ TEST_CASE("configuration forces a library; an operator may force its place", "[d
                     Catch::Contains("operator 'conv2d_test' attribute 'op_device': ") &&
                         Catch::Contains("unknown place 'nosuch:0'"));
   CHECK(expected_kernel_key(conv_info, cpu_place, in, {{"op_device", std::string()}}).place() == cpu_place);
+
+  // op_device naming a device past the count (the accelerator has 2): the call fails before
+  // its inputs move or its outputs change, naming the operator, the kernel and the attribute;
+  // explain says the call would fail.
+  const attribute_map absent{{"op_device", std::string("acc:5")}};
+  const std::uint64_t before = result.version();
+  CHECK_THROWS_WITH(
+      run_operator(conv_info, cpu_place, in, outs, absent),
+      Catch::Contains("operator 'conv2d_test' kernel {") && Catch::Contains("place[Place(acc:5)]") &&
+          Catch::Contains("(the place attribute 'op_device' asks for): no device Place(acc:5): 2 "
+                          "device(s) of kind 'acc' present"));
+  CHECK(result.version() == before);
+  CHECK_THAT(explain(conv_info, cpu_place, in, absent),
+             Catch::Contains("device:   none (Place(acc:5) is not present: 2 device(s) of its kind)"));
+}
+
+TEST_CASE("a call with the wrong number of slots is refused before a slot is read", "[dispatch][errors]") {
+  const Tensor x = filled({1, 8, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
+  const Tensor d = filled({1, 8, 2, 2}, data_type::float64, cpu_place, data_layout::nchw);
+  // conv2d_test takes two input slots and one output slot.
+  const std::vector<std::vector<Variable*>> three{{held(x)}, {held(x)}, {held(d)}}, two{{held(x)}, {held(x)}},
+      one{{held(x)}};
+  Variable result("out");
+  const std::vector<std::vector<Variable*>> outs{{&result}}, no_outs{};
+  const auto takes = Catch::Contains("operator 'conv2d_test' takes 2 input");
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, three),
+                    "fluidk: operator 'conv2d_test' takes 2 input slots, but was given 3");
+  CHECK_THROWS_WITH(expected_kernel_key(conv_info, cpu_place, one), takes);
+  CHECK_THROWS_WITH(explain(conv_info, cpu_place, three), takes);
+  CHECK_THROWS_WITH(run_operator(conv_info, cpu_place, three, outs),
+                    "fluidk: operator 'conv2d_test' takes 2 input and 1 output slots, but was given 3 and 1");
+  CHECK_THROWS_WITH(run_operator(conv_info, cpu_place, two, no_outs),
+                    "fluidk: operator 'conv2d_test' takes 2 input and 1 output slots, but was given 2 and 0");
 }
 
 TEST_CASE("the static path refuses attributes that ask for another place or library", "[dispatch][config]") {

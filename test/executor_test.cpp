@@ -395,6 +395,16 @@ TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
   CHECK_THROWS_WITH(executor.prepare(bad_attribute, untouched),
                     Catch::Contains("operator 'double' attribute 'op_device' holds int, not string"));
   for (const char* name : {"a", "b", "c", "x", "y"}) CHECK(untouched.find_var(name) == nullptr);
+
+  // op_device naming a device that is not present: the operator, the kernel and the
+  // attribute are named, and nothing is copied to it.
+  scope.var("x").set(LoDTensor(iota({4})));
+  const std::vector<op_invocation> absent{op("double", "x", "y", {{"op_device", std::string("opencl:9")}})};
+  CHECK_THROWS_WITH(
+      executor.run(absent, scope),
+      Catch::Contains("operator 'double' kernel {") &&
+          Catch::Contains("(the place attribute 'op_device' asks for): no device Place(opencl:9)"));
+  CHECK(executor.stats().bytes_copied == 0);
 }
 
 TEST_CASE("a rerun chooses again when another variable of a slot is the empty one",

@@ -501,7 +501,7 @@ class Executor {
     }
     c.expected = expected_kernel_key(info, c.last_states, c.request);
     const kernel_choice choice = choose_kernel(info, c.expected);
-    o.context = &context_of(choice.chosen.place());
+    o.context = &kernel_context_of(info, choice.chosen, c.request);
     o.chosen = choice.chosen;
     o.fell_back = choice.fell_back;
     o.policy = policy_code(policy);

@@ -76,6 +76,24 @@ namespace detail {
                 std::string(op.data_type_attribute()) + "', which is not set");
   throw error("operator '" + std::string(op.name()) + "': no input that decides the data type holds data");
 }
+[[noreturn, gnu::cold, gnu::noinline]] inline void wrong_slot_count(const operator_info& op,
+                                                                    std::size_t inputs,
+                                                                    std::optional<std::size_t> outputs) {
+  std::string takes = std::to_string(op.inputs().size()) + " input";
+  std::string given = std::to_string(inputs);
+  if (outputs) {
+    takes += " and " + std::to_string(op.outputs().size()) + " output";
+    given += " and " + std::to_string(*outputs);
+  }
+  throw error("operator '" + std::string(op.name()) + "' takes " + takes + " slots, but was given " + given);
+}
+// The slots a call gives against the operator's, before any of them is read: the one check of
+// run_operator, expected_kernel_key and explain (outputs: none where the call gives none).
+inline void check_slot_counts(const operator_info& op, std::size_t inputs,
+                              std::optional<std::size_t> outputs = std::nullopt) {
+  if (inputs != op.inputs().size() || (outputs && *outputs != op.outputs().size()))
+    wrong_slot_count(op, inputs, outputs);
+}
 [[noreturn, gnu::cold, gnu::noinline]] inline void no_kernel_for(const operator_info& op,
                                                                  const kernel_key& expected) {
   throw not_registered("Operator (" + std::string(op.name()) + ") does not have kernel for " +
@@ -99,6 +117,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_key expected_kernel_key(const operator_info
                                                              const place& executor_place,
                                                              variable_slots inputs,
                                                              const attribute_map& attrs) {
+  detail::check_slot_counts(op, inputs.size());
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
@@ -136,6 +155,22 @@ namespace detail {
   return choice;
 }
 
+// The context of the device a chosen kernel runs on. A device that is not present (an
+// op_device attribute naming one past the count, say) is an error naming the operator, the
+// kernel, and the attribute when the place is the one it asked for. The runtime call and the
+// executor take their contexts here.
+inline device_context& kernel_context_of(const operator_info& op, const kernel_key& chosen,
+                                         const selection_request& request) {
+  try {
+    return context_of(chosen.place());
+  } catch (const device_unavailable& e) {
+    const bool forced = request.forced_place && *request.forced_place == chosen.place();
+    throw device_unavailable("operator '" + std::string(op.name()) + "' kernel " + chosen.to_string() +
+                             (forced ? " (the place attribute 'op_device' asks for)" : "") + ": " +
+                             detail::unprefixed(e));
+  }
+}
+
 // Rule 3a of kernel_choice.hpp for a tensor: the key it is transformed to.
 inline kernel_key input_target_key(const operator_info& op, std::size_t slot, const Tensor& input,
                                    const kernel_key& kernel) {
@@ -158,6 +193,10 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::string explain(const operator_info& op, const
            "; registered: " + op.registered_keys() + ")\n";
   const kernel_key chosen = choice.chosen;
   out += "  kernel:   " + chosen.to_string() + (choice.fell_back ? " (fallback)" : "") + "\n";
+  const int devices = device_count(chosen.place());
+  if (chosen.place().device() >= devices)
+    return out + "  device:   none (" + chosen.place().to_string() +
+           " is not present: " + std::to_string(devices) + " device(s) of its kind); the call would fail\n";
   const auto plan_of = [&](std::size_t s, const Tensor* t) -> std::string {
     if (t == nullptr || !t->initialized()) return "empty";
     if (op.no_transform(s)) return "exempt from transforms";
@@ -167,8 +206,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::string explain(const operator_info& op, const
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
       const Variable* v = inputs[s][i];
-      const std::string name = "  input " + std::string(s < op.inputs().size() ? op.inputs()[s] : "?") + "[" +
-                               std::to_string(i) + "]";
+      const std::string name = "  input " + std::string(op.inputs()[s]) + "[" + std::to_string(i) + "]";
       if (v != nullptr && v->is<LoDTensorArray>()) {
         const LoDTensorArray& array = v->get<LoDTensorArray>();
         if (array.empty()) out += name + ": empty array\n";
@@ -355,15 +393,14 @@ run_operator(const operator_info& op, const place& executor_place, variable_slot
 FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op, const place& executor_place,
                                                          variable_slots inputs, variable_slots outputs,
                                                          const attribute_map& attrs) {
-  if (inputs.size() != op.inputs().size() || outputs.size() != op.outputs().size())
-    throw error("operator '" + std::string(op.name()) + "' takes " + std::to_string(op.inputs().size()) +
-                " input and " + std::to_string(op.outputs().size()) + " output slots, but was given " +
-                std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  detail::check_slot_counts(op, inputs.size(), outputs.size());
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (const Variable* v : inputs[s]) append_input_states(v, std::uint32_t(s), states);
-  const kernel_key expected = expected_kernel_key(op, states, request_of(op, executor_place, attrs));
+  const selection_request request = request_of(op, executor_place, attrs);
+  const kernel_key expected = expected_kernel_key(op, states, request);
   const kernel_choice choice = choose_kernel(op, expected);
+  device_context& device = kernel_context_of(op, choice.chosen, request);
 
   std::vector<std::unique_ptr<Variable>> temporaries;
   std::vector<kernel_arg> args;
@@ -391,8 +428,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op
   for (const auto& slot : inputs) given_inputs.insert(given_inputs.end(), slot.begin(), slot.end());
   for (const auto& slot : outputs) given_outputs.insert(given_outputs.end(), slot.begin(), slot.end());
   const std::span<kernel_arg> all(args);
-  execution_context context(op.name(), op.inputs(), op.outputs(), context_of(choice.chosen.place()),
-                            choice.chosen, {all.first(first_output), input_offsets},
+  execution_context context(op.name(), op.inputs(), op.outputs(), device, choice.chosen,
+                            {all.first(first_output), input_offsets},
                             {all.subspan(first_output), output_offsets}, attrs);
   run_kernel_clearing_lods(given_outputs, given_inputs, [&] { (*choice.entry)(context); });
   return choice;
