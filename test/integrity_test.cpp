@@ -155,10 +155,27 @@ struct sequences_op {
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(sequences_only{}));
 };
 
+// Sets Out's offsets from the attribute "offsets" first, then writes its tensor: offsets
+// refused there leave Out as it was.
+struct offsets_first {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    const auto& level = ctx.attr<std::vector<std::int64_t>>("offsets");
+    ctx.set_output_lod("Out", {std::vector<std::size_t>(level.begin(), level.end())});
+    ctx.output("Out") = copy_to(ctx.input("X"), ctx.place());
+  }
+};
+struct offsets_first_op {
+  static constexpr std::string_view name = "integrity_offsets_first";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(offsets_first{}));
+};
+
 const bool registered =
     (register_operator<double_op>(), register_operator<fill_op>(), register_operator<scribble_op>(),
      register_operator<dense_op>(), register_operator<share_op>(), register_operator<set_offsets_op>(),
-     register_operator<sequences_op>(), true);
+     register_operator<sequences_op>(), register_operator<offsets_first_op>(), true);
 
 // [1, 4, 1, 1] float in NHWC: the same bytes as NCHW, so values are easy to read, but a
 // layout the NCHW kernel needs transformed.
@@ -605,6 +622,16 @@ TEST_CASE("a kernel that fails before it writes an output leaves the output's of
   SECTION("run_operator, the same rule") {
     const std::vector<std::vector<Variable*>> in{{&scope.var("dense")}}, out{{&y}};
     CHECK_THROWS_WITH(run_operator(find_operator("integrity_sequences"), cpu_place, in, out), refused);
+    unchanged();
+  }
+  SECTION("offsets the kernel sets that are refused do not count as a write") {
+    CHECK_THROWS_WITH(
+        executor.run(std::vector<op_invocation>{{"integrity_offsets_first",
+                                                 {{"X", {"dense"}}},
+                                                 {{"Out", {"y"}}},
+                                                 {{"offsets", std::vector<std::int64_t>{0, 1, 99}}}}},
+                     scope),
+        Catch::Contains("LoD level 0 ends at 99"));
     unchanged();
   }
   SECTION("an output the kernel wrote before it failed keeps what it wrote, without offsets") {

@@ -208,7 +208,12 @@ class execution_context {
   // it holds data); nothing for a bare tensor of the static path.
   void set_output_lod(std::string_view slot, lod offsets, std::size_t i = 0) const {
     kernel_arg& a = output_arg(slot, i);
-    if (a.variable() != nullptr) a.variable()->get_mutable<LoDTensor>().set_lod(std::move(offsets));
+    // Checked before the variable is asked for writing: refused offsets leave the output
+    // untouched (its version too), as a failed operator's outputs are left.
+    Variable* v = a.variable();
+    if (v == nullptr) return;
+    if (v->is<LoDTensor>()) v->get<LoDTensor>().check_lod(offsets);
+    v->get_mutable<LoDTensor>().set_lod(std::move(offsets));
   }
   // Fluid's ShareLoD: output `out`[j] takes the offsets of input `in`[i] (none when the
   // input has none). Set the output's tensor first, so that its rows are checked.

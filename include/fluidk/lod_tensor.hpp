@@ -29,6 +29,12 @@ class LoDTensor : public Tensor {
   // Offsets must start at 0 and never decrease; each level's last offset is the number of
   // entries of the level below it (of rows for the last level).
   void set_lod(fluidk::lod offsets) {
+    check_lod(offsets);
+    lod_ = std::move(offsets);
+  }
+  // The check of set_lod alone, against this tensor's rows (when it holds data): an error
+  // saying what does not fit, and nothing changed.
+  void check_lod(const fluidk::lod& offsets) const {
     // Every level's own form first: the ends are checked against the next level's size.
     for (std::size_t level = 0; level < offsets.size(); ++level) {
       const auto& o = offsets[level];
@@ -47,7 +53,6 @@ class LoDTensor : public Tensor {
                     (level + 1 < offsets.size() ? "the next level has " : "the tensor has ") +
                     std::to_string(below) + " entries");
     }
-    lod_ = std::move(offsets);
   }
 
   // Removes the offsets and returns them (set_lod gives them back; nothing is copied).
