@@ -424,6 +424,24 @@ TEST_CASE("a rerun chooses again when another variable of a slot is the empty on
   CHECK(values(scope.get("seen")) == std::vector<float>{1, 0});
 }
 
+TEST_CASE("an array's elements that need no transform are passed as they are when another moves",
+          "[executor][regression]") {
+  // Element 0 has layout any and rank 2: the NCHW kernel reads it as it is (as it would a
+  // dense input), and relabelled NCHW it would not fit. Element 1 is NHWC and moves.
+  Scope scope;
+  const Tensor plain = iota({2, 3});
+  scope.var("x").set(LoDTensorArray{LoDTensor(plain), LoDTensor(iota({1, 2, 1, 1}, 1, data_layout::nhwc))});
+  Executor executor(cpu_place);
+  const std::vector<op_invocation> ops{op("count_elements", "x", "n")};
+  executor.run(ops, scope);
+  CHECK(values(scope.get("n")) == std::vector<float>{1});  // element 1 arrives in NCHW
+  CHECK(executor.stats().transforms == 1);
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("m")}};
+  run_operator(find_operator("count_elements"), cpu_place, in, out);
+  CHECK(values(scope.get("m")) == std::vector<float>{1});
+  CHECK(scope.get("x").get<LoDTensorArray>()[0].layout() == data_layout::any);
+}
+
 TEST_CASE("copies of an array are kept apart by what moves each element", "[executor][cache][regression]") {
   // Element 0 is double NCHW (cast to float in both slots), element 1 float NHWC (kept in X,
   // re-laid out in Y): the first element that moves has the same target in both slots.

@@ -272,7 +272,8 @@ inline std::optional<kernel_key> input_transform_target(const selection_rules& r
 }
 
 // The input as the kernel needs it, written into `into` (the source is never changed):
-// `target` from input_transform_target; a LoDTensorArray's elements each by rule 3.
+// `target` from input_transform_target; a LoDTensorArray's elements each by rule 3, those
+// that need no transform shared as they are.
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_input(const selection_rules& rules, std::size_t slot,
                                                    const Variable& source, const kernel_key& target,
                                                    const kernel_key& kernel, Variable& into);
@@ -282,8 +283,12 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_input(const selection_rules& rules,
                                                    const kernel_key& kernel, Variable& into) {
   if (!source.is<LoDTensorArray>()) return transform_variable(source, target, into);
   LoDTensorArray out;
-  for (const LoDTensor& t : source.get<LoDTensorArray>())
-    out.push_back(t.initialized() ? transform(t, input_target_key(rules, slot, key_of(t), kernel)) : t);
+  for (const LoDTensor& t : source.get<LoDTensorArray>()) {
+    // An element the kernel reads as it is (by needs_transform, as a dense input) is passed
+    // as it is: one in layout any is not relabelled to a layout its rank may not fit.
+    const kernel_key target = t.initialized() ? input_target_key(rules, slot, key_of(t), kernel) : key_of(t);
+    out.push_back(t.initialized() && needs_transform(key_of(t), target) ? transform(t, target) : t);
+  }
   into.set(std::move(out));
 }
 #endif
