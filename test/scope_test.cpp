@@ -3,12 +3,30 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <fluidk/scope.hpp>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace fluidk;
+
+// This test's operator new: malloc, except that the next allocation of a Variable's size fails
+// on the thread that asks for it, once.
+namespace {
+thread_local bool fail_next_variable = false;
+}
+void* operator new(std::size_t size) {
+  if (fail_next_variable && size == sizeof(Variable)) {
+    fail_next_variable = false;
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(size != 0 ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 TEST_CASE("a variable's kind is fixed once set", "[variable]") {
   Variable v("w");
@@ -123,4 +141,19 @@ TEST_CASE("threads read a shared parent and make children concurrently", "[scope
   for (auto& thread : threads) thread.join();
   CHECK(found == 800);
   CHECK(weights.kid_count() == 0);
+}
+
+TEST_CASE("a variable whose allocation fails leaves no entry behind", "[scope][regression]") {
+  Scope scope;
+  scope.var("a");
+  const std::uint64_t names = scope.names_version();
+  fail_next_variable = true;
+  CHECK_THROWS_AS(scope.var("w"), std::bad_alloc);
+  CHECK_FALSE(fail_next_variable);  // the Variable's allocation was the one that failed
+  CHECK_FALSE(scope.has_local("w"));
+  CHECK(scope.local_var_names() == std::vector<std::string>{"a"});
+  CHECK(scope.names_version() == names);
+  Variable& w = scope.var("w");  // and asked again, it is made
+  CHECK(w.name() == "w");
+  CHECK(&scope.var("w") == &w);
 }

@@ -42,13 +42,13 @@ class Scope {
       const std::shared_lock lock(vars_mutex_);
       if (auto it = vars_.find(name); it != vars_.end()) return *it->second;
     }
+    // Made before the map is asked for its slot: an allocation that fails leaves no empty
+    // entry behind for the next lookup to return.
+    auto made = std::make_unique<Variable>(name);
     const std::unique_lock lock(vars_mutex_);
-    auto& slot = vars_[name];
-    if (!slot) {
-      slot = std::make_unique<Variable>(name);
-      names_changed_.fetch_add(1, std::memory_order_relaxed);
-    }
-    return *slot;
+    const auto [it, inserted] = vars_.try_emplace(name, std::move(made));
+    if (inserted) names_changed_.fetch_add(1, std::memory_order_relaxed);
+    return *it->second;
   }
 
   // Looks in this scope, then in each parent; nullptr when no scope has it.
