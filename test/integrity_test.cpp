@@ -708,6 +708,24 @@ TEST_CASE("offsets survive every transform and device copy", "[integrity][lod]")
   }
 }
 
+TEST_CASE("a plan counts the bytes its copies write, a blocked layout's padding included", "[integrity]") {
+  // 3 channels in nChw8c hold 8: the copy to the accelerator writes 128 bytes, not 48.
+  const data_layout blocked = data_layout_of<layout::nChw8c>;
+  const Tensor x({1, 3, 2, 2}, data_type::float32, cpu_place, blocked);
+  const kernel_key to(place::of<accelerator>(0), data_type::float32, blocked, library_type::plain);
+  const transform_plan& plan = plan_transform(key_of(x), to);
+  REQUIRE(plan.describe() == "copy Place(cpu)->Place(acc:0)");
+  CHECK(plan.bytes_copied(x.dims()) == 128);
+  CHECK(plan.bytes_copied(x.dims()) == transform(x, to).storage_bytes());
+  // Cast and re-laid out on the CPU first: the bytes of the tensor that is copied.
+  const kernel_key half(place::of<accelerator>(0), data_type::float16, data_layout::nchw,
+                        library_type::plain);
+  const transform_plan& cast_first = plan_transform(key_of(x), half);
+  REQUIRE(cast_first.describe().ends_with("copy Place(cpu)->Place(acc:0)"));
+  CHECK(cast_first.bytes_copied(x.dims()) == 24);
+  CHECK(cast_first.bytes_copied(x.dims()) == transform(x, half).storage_bytes());
+}
+
 // ---------------------------------------------------------------------------------------
 // Registration: the result does not depend on when a plan was first asked for.
 

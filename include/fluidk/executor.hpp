@@ -564,7 +564,7 @@ class Executor {
     auto of = [&](const Tensor& t) -> std::uint64_t {
       if (!t.initialized()) return 0;
       const kernel_key to = input_target_key(rules, slot, key_of(t), kernel);
-      return needs_transform(key_of(t), to) ? plan_transform(key_of(t), to).bytes_copied(t.numel()) : 0;
+      return needs_transform(key_of(t), to) ? plan_transform(key_of(t), to).bytes_copied(t.dims()) : 0;
     };
     if (!v.is<LoDTensorArray>()) return of(*tensor_of(v));
     std::uint64_t bytes = 0;

@@ -51,12 +51,13 @@ class transform_plan {
 
   // The bytes a run of this plan moves (reads plus writes) for a tensor of `numel` elements.
   std::size_t bytes_moved(std::int64_t numel) const noexcept { return cost_ * std::size_t(numel); }
-  // The bytes its copies between places write, for a tensor of `numel` elements.
-  std::size_t bytes_copied(std::int64_t numel) const noexcept {
+  // The bytes its copies between places write for a tensor of this shape: the storage each
+  // copy writes, a blocked layout's padding included (as apply copies it).
+  std::size_t bytes_copied(const dims& shape) const {
     std::size_t bytes = 0;
     for (const transform_plan_step& step : steps_)
       if (step.kind == detail::planning::step_kind::copy)
-        bytes += size_of(step.to.dtype()) * std::size_t(numel);
+        bytes += storage_bytes_of(shape, step.to.dtype(), step.to.layout(), step.to.place());
     return bytes;
   }
 
