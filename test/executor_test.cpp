@@ -407,6 +407,20 @@ TEST_CASE("errors name the operator and the slot", "[executor][errors]") {
   CHECK(executor.stats().bytes_copied == 0);
 }
 
+TEST_CASE("a prepared program runs on executors of the place it was prepared for", "[executor][errors]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(iota({4})));
+  const std::vector<op_invocation> ops{op("double", "x", "y")};
+  Executor on_cpu(cpu_place), on_accelerator(accelerator), another_on_cpu(cpu_place);
+  auto program = on_cpu.prepare(ops, scope);
+  CHECK_THROWS_WITH(on_accelerator.run(program),
+                    "fluidk: a program prepared by an executor on Place(cpu) cannot run on an executor on "
+                    "Place(opencl:0); prepare it on this one");
+  CHECK_FALSE(scope.get("y").initialized());  // nothing ran
+  another_on_cpu.run(program);
+  CHECK(values(scope.get("y")) == iota_values(4, 2));
+}
+
 TEST_CASE("a rerun chooses again when another variable of a slot is the empty one",
           "[executor][regression]") {
   Scope scope;

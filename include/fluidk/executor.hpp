@@ -299,6 +299,8 @@ class Executor {
       std::vector<local> locals;
     };
     Scope* scope_ = nullptr;
+    // The place of the executor that prepared it, which its requests were made for.
+    fluidk::place place_ = cpu_place;
     std::vector<op> ops_;
     std::vector<input> inputs_;
     std::vector<Variable*> input_variables_, output_variables_;
@@ -321,7 +323,8 @@ class Executor {
     return prepare(ops, scope, nullptr);
   }
 
-  // Runs a prepared program. A variable made in or erased from its scope (or a parent) since
+  // Runs a prepared program, prepared by an executor on this one's place (an error otherwise).
+  // A variable made in or erased from its scope (or a parent) since
   // the last run makes it find its variables by name again first: a name may now find
   // another variable (a new one that shadows a parent's, one made again after an erase).
   // The scope itself must outlive the prepared program.
@@ -634,6 +637,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   }
   prepared p;
   p.scope_ = &scope;
+  p.place_ = place_;
   if (block != nullptr) {
     std::unordered_set<std::string_view> seen;
     for (const op_invocation& call : ops)
@@ -701,6 +705,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
+  // Its kernels were asked for on the preparing executor's place: on another, the same call
+  // would choose otherwise than this executor does.
+  if (p.place_ != place_) [[unlikely]]
+    throw error("a program prepared by an executor on " + p.place_.to_string() +
+                " cannot run on an executor on " + place_.to_string() + "; prepare it on this one");
   if (p.scope_->names_version() != p.names_version_) [[unlikely]]
     rebind(p);
   const std::size_t count = p.ops_.size();
