@@ -323,6 +323,33 @@ TEST_CASE("append_op: a failure leaves the block as it was", "[program][append_o
   CHECK(program == before2);
 }
 
+TEST_CASE("append_op: a variable's kind is fixed once an operator uses it", "[program][append_op]") {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  declare(global, "a", var_kind::lod_tensor);
+  declare(global, "b", var_kind::lod_tensor);
+  declare(global, "arr", var_kind::lod_tensor_array);
+  global.append_op(sum_of({"a", "b"}, "c"));
+  const ProgramDesc before = program;
+  // sum over an array makes its output an array: 'a', which the first sum read as a tensor.
+  CHECK_THROWS_WITH(
+      global.append_op(sum_of({"arr"}, "a")),
+      "fluidk: operator 'test_sum' makes variable 'a' a LoDTensorArray, but operator 'test_sum' "
+      "before it uses it as a LoDTensor; a variable's kind is fixed once an operator uses it");
+  CHECK(program == before);
+  // The same from a sub-block, for a variable of its parent that the parent's operator wrote.
+  BlockDesc& sub = program.append_block();
+  CHECK_THROWS_WITH(sub.append_op(sum_of({"arr"}, "c")),
+                    Catch::Contains("makes variable 'c' a LoDTensorArray"));
+  CHECK(program.global_block().get_var("c").kind == var_kind::lod_tensor);
+  // A variable no operator used yet may take the kind its first writer gives it, and the text
+  // of what was built reads back equal.
+  declare(global, "fresh", var_kind::lod_tensor);
+  global.append_op(sum_of({"arr"}, "fresh"));
+  CHECK(global.get_var("fresh").kind == var_kind::lod_tensor_array);
+  CHECK(parse_program(to_text(program)) == program);
+}
+
 TEST_CASE("append_op: declares outputs, appends in order, sees parent blocks", "[program][append_op]") {
   ProgramDesc program;
   declare(program.global_block(), "w", var_kind::selected_rows, data_type::float64);

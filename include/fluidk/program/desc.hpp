@@ -285,6 +285,18 @@ class BlockDesc {
   // error the block (and its enclosing blocks) are left as they were.
   OpDesc& append_op(OpDesc op);
 
+  // An operator of this block or of an enclosing one that names variable `v` (as its own
+  // block sees the name), the first found; null when none does.
+  const OpDesc* earlier_user(const VarDesc& v) const {
+    for (const BlockDesc* b = this; b != nullptr; b = b->parent_block())
+      for (const OpDesc& op : b->ops_)
+        for (const auto* slots : {&op.inputs(), &op.outputs()})
+          for (const auto& [slot, names] : *slots)
+            for (const std::string& name : names)
+              if (name == v.name && b->find_var_recursive(name) == &v) return &op;
+    return nullptr;
+  }
+
   // The variables in declaration order, the operators in order.
   const std::deque<VarDesc>& vars() const noexcept { return vars_; }
   const std::deque<OpDesc>& ops() const noexcept { return ops_; }
@@ -465,6 +477,16 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
       infer(op, *this);
     else
       default_infer_var_type(op, *this);
+    // A variable's kind is fixed once an operator uses it: an earlier operator that read or
+    // wrote it as it was would no longer hold (its InferVarType could refuse it, and the text
+    // form, which declares each variable once, could not be read back).
+    for (const auto& [v, before] : saved)
+      if (v->kind != before.kind)
+        if (const OpDesc* user = earlier_user(*v))
+          throw error("operator '" + op.type() + "' makes variable '" + v->name + "' a " +
+                      std::string(name_of(v->kind)) + ", but operator '" + user->type() +
+                      "' before it uses it as a " + std::string(name_of(before.kind)) +
+                      "; a variable's kind is fixed once an operator uses it");
     ops_.push_back(std::move(op));
     return ops_.back();
   } catch (...) {
