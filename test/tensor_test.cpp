@@ -169,6 +169,31 @@ TEST_CASE("LoDTensor keeps several levels of sequence offsets, checked", "[tenso
   CHECK_THROWS_WITH(t.sequence_count(2), Catch::Contains("LoD level 2 does not exist"));
 }
 
+TEST_CASE("a LoDTensor's reshape and shared data keep rows its offsets fit", "[tensor][lod]") {
+  LoDTensor t(Tensor({4, 2}, data_type::float32), {{0, 1, 4}});
+  const Tensor before = t;
+  CHECK_THROWS_WITH(
+      t.reshape({2, 4}),
+      "fluidk: cannot reshape to [2, 4] keeping the sequence offsets of Tensor([4, 2], float, ANY_LAYOUT, "
+      "Place(cpu)): LoD level 0 ends at 4, but the tensor has 2 entries");
+  CHECK(t.dims() == dims{4, 2});
+  CHECK_THROWS_WITH(t.share_data_with(Tensor({3, 2}, data_type::float32)),
+                    Catch::Contains("cannot share the data of [3, 2] keeping the sequence offsets"));
+  CHECK(t.shares_buffer_with(before));
+  CHECK(t.lod() == lod{{0, 1, 4}});
+  // The same rows: allowed, offsets kept.
+  t.reshape({4, 1, 2});
+  CHECK(t.dims() == dims{4, 1, 2});
+  const Tensor other({4, 3}, data_type::float32);
+  t.share_data_with(other);
+  CHECK(t.shares_buffer_with(other));
+  CHECK(t.lod() == lod{{0, 1, 4}});
+  // Without offsets, any reshape Tensor allows.
+  LoDTensor plain(Tensor({4, 2}, data_type::float32));
+  plain.reshape({2, 4});
+  CHECK(plain.dims() == dims{2, 4});
+}
+
 TEST_CASE("SelectedRows checks its rows, height and value, and rejects without change", "[tensor][rows]") {
   Tensor value({2, 4}, data_type::float32);
   SelectedRows rows({1, 8}, 10, value);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,24 +36,20 @@ class LoDTensor : public Tensor {
   // The check of set_lod alone, against this tensor's rows (when it holds data): an error
   // saying what does not fit, and nothing changed.
   void check_lod(const fluidk::lod& offsets) const {
-    // Every level's own form first: the ends are checked against the next level's size.
-    for (std::size_t level = 0; level < offsets.size(); ++level) {
-      const auto& o = offsets[level];
-      if (o.empty() || o.front() != 0)
-        throw error("LoD level " + std::to_string(level) + " must start with offset 0");
-      for (std::size_t i = 1; i < o.size(); ++i)
-        if (o[i] < o[i - 1]) throw error("LoD level " + std::to_string(level) + " has decreasing offsets");
-    }
-    for (std::size_t level = 0; level < offsets.size(); ++level) {
-      const auto& o = offsets[level];
-      const std::size_t below = level + 1 < offsets.size() ? offsets[level + 1].size() - 1
-                                : dims().rank() > 0        ? std::size_t(dims()[0])
-                                                           : 0;
-      if (initialized() && o.back() != below)
-        throw error("LoD level " + std::to_string(level) + " ends at " + std::to_string(o.back()) + ", but " +
-                    (level + 1 < offsets.size() ? "the next level has " : "the tensor has ") +
-                    std::to_string(below) + " entries");
-    }
+    check_offsets(offsets, initialized() ? std::optional<std::size_t>(rows_of(dims())) : std::nullopt);
+  }
+
+  // Tensor::reshape and share_data_with for a tensor with offsets: refused (nothing changed)
+  // when the offsets would not fit the new rows, which a sequence kernel would read past.
+  LoDTensor& reshape(const fluidk::dims& shape) {
+    if (initialized() && !lod_.empty() && rows_of(shape) != rows_of(dims())) fits_rows(shape, "reshape to");
+    Tensor::reshape(shape);
+    return *this;
+  }
+  LoDTensor& share_data_with(const Tensor& other) {
+    if (!lod_.empty() && other.initialized()) fits_rows(other.dims(), "share the data of");
+    Tensor::share_data_with(other);
+    return *this;
   }
 
   // Removes the offsets and returns them (set_lod gives them back; nothing is copied).
@@ -69,6 +66,40 @@ class LoDTensor : public Tensor {
   const Tensor& tensor() const noexcept { return *this; }
 
  private:
+  static std::size_t rows_of(const fluidk::dims& shape) {
+    return shape.rank() > 0 ? std::size_t(shape[0]) : 0;
+  }
+  // Offsets against a tensor of `rows` rows (none given: no rows to check, the tensor holds no
+  // data): each level starts at 0 and never decreases; each level's last offset is the number
+  // of entries of the level below it (of rows for the last level).
+  static void check_offsets(const fluidk::lod& offsets, std::optional<std::size_t> rows) {
+    // Every level's own form first: the ends are checked against the next level's size.
+    for (std::size_t level = 0; level < offsets.size(); ++level) {
+      const auto& o = offsets[level];
+      if (o.empty() || o.front() != 0)
+        throw error("LoD level " + std::to_string(level) + " must start with offset 0");
+      for (std::size_t i = 1; i < o.size(); ++i)
+        if (o[i] < o[i - 1]) throw error("LoD level " + std::to_string(level) + " has decreasing offsets");
+    }
+    for (std::size_t level = 0; level < offsets.size(); ++level) {
+      const bool last = level + 1 == offsets.size();
+      if (last && !rows) break;
+      const std::size_t below = last ? *rows : offsets[level + 1].size() - 1;
+      if (offsets[level].back() != below)
+        throw error("LoD level " + std::to_string(level) + " ends at " +
+                    std::to_string(offsets[level].back()) + ", but " +
+                    (last ? "the tensor has " : "the next level has ") + std::to_string(below) + " entries");
+    }
+  }
+  void fits_rows(const fluidk::dims& shape, const char* what) const {
+    try {
+      check_offsets(lod_, rows_of(shape));
+    } catch (const error& e) {
+      throw error("cannot " + std::string(what) + " " + shape.to_string() +
+                  " keeping the sequence offsets of " + describe() + ": " + detail::unprefixed(e));
+    }
+  }
+
   fluidk::lod lod_;
 };
 
