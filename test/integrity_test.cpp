@@ -30,6 +30,15 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Operators of these tests.
 
+// The declaration of an operator of one input X and one output Out with kernel K on the CPU;
+// each operator below adds its name.
+template <class K>
+struct x_to_out {
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(K{}));
+};
+
 // Out = 2 X, with a kernel for NCHW only: an input in another layout is transformed, and
 // the executor keeps the transformed copy in its transfer cache. Out keeps X's offsets.
 template <class T>
@@ -45,11 +54,8 @@ struct double_nchw {
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
-struct double_op {
+struct double_op : x_to_out<double_nchw<float>> {
   static constexpr std::string_view name = "integrity_double";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(double_nchw<float>{}));
 };
 
 // Writes `value` into every element of Out's existing storage (an output written in place,
@@ -85,11 +91,8 @@ struct scribble {
     for (std::int64_t i = 0; i < mine.numel(); ++i) m[i] = -1;
   }
 };
-struct scribble_op {
+struct scribble_op : x_to_out<scribble> {
   static constexpr std::string_view name = "integrity_scribble";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(scribble{}));
 };
 
 // Writes a dense Out with no offsets, as most kernels do: Out must not keep the offsets it
@@ -101,11 +104,8 @@ struct write_dense {
     ctx.output("Out") = copy_to(x, ctx.place());
   }
 };
-struct dense_op {
+struct dense_op : x_to_out<write_dense> {
   static constexpr std::string_view name = "integrity_dense";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(write_dense{}));
 };
 
 // Fluid's ShareLoD: Out takes X's tensor and offsets, set in that order.
@@ -116,11 +116,8 @@ struct share {
     ctx.share_lod("X", "Out");
   }
 };
-struct share_op {
+struct share_op : x_to_out<share> {
   static constexpr std::string_view name = "integrity_share";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(share{}));
 };
 
 // Sets Out's offsets from the attribute "offsets" (one level), after writing its tensor.
@@ -132,11 +129,8 @@ struct set_offsets {
     ctx.set_output_lod("Out", {std::vector<std::size_t>(level.begin(), level.end())});
   }
 };
-struct set_offsets_op {
+struct set_offsets_op : x_to_out<set_offsets> {
   static constexpr std::string_view name = "integrity_set_offsets";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(set_offsets{}));
 };
 
 // Out = X with X's offsets; refuses an X without offsets before it writes anything, as a
@@ -148,11 +142,8 @@ struct sequences_only {
     ctx.set_output("Out", copy_to(ctx.input("X"), ctx.place()), ctx.input_lod("X"));
   }
 };
-struct sequences_op {
+struct sequences_op : x_to_out<sequences_only> {
   static constexpr std::string_view name = "integrity_sequences";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(sequences_only{}));
 };
 
 // Sets Out's offsets from the attribute "offsets" first, then writes its tensor: offsets
@@ -165,11 +156,8 @@ struct offsets_first {
     ctx.output("Out") = copy_to(ctx.input("X"), ctx.place());
   }
 };
-struct offsets_first_op {
+struct offsets_first_op : x_to_out<offsets_first> {
   static constexpr std::string_view name = "integrity_offsets_first";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(offsets_first{}));
 };
 
 const bool registered =
@@ -606,6 +594,13 @@ TEST_CASE("a kernel that fails before it writes an output leaves the output's of
   };
   const auto refused = Catch::Contains("integrity_sequences takes sequences only");
   Executor executor(cpu_place);
+  // An operator that sets Out's offsets from its attribute, run on X = dense, Out = y.
+  auto run_setting = [&](const char* type, std::vector<std::int64_t> offsets) {
+    executor.run(
+        std::vector<op_invocation>{
+            {type, {{"X", {"dense"}}}, {{"Out", {"y"}}}, {{"offsets", std::move(offsets)}}}},
+        scope);
+  };
   SECTION("the executor: the first run, which chooses, and the next, which does not") {
     const std::vector<op_invocation> ops{{"integrity_sequences", {{"X", {"dense"}}}, {{"Out", {"y"}}}, {}}};
     auto program = executor.prepare(ops, scope);
@@ -625,26 +620,16 @@ TEST_CASE("a kernel that fails before it writes an output leaves the output's of
     unchanged();
   }
   SECTION("offsets the kernel sets that are refused do not count as a write") {
-    CHECK_THROWS_WITH(
-        executor.run(std::vector<op_invocation>{{"integrity_offsets_first",
-                                                 {{"X", {"dense"}}},
-                                                 {{"Out", {"y"}}},
-                                                 {{"offsets", std::vector<std::int64_t>{0, 1, 99}}}}},
-                     scope),
-        Catch::Contains("LoD level 0 ends at 99"));
+    CHECK_THROWS_WITH(run_setting("integrity_offsets_first", {0, 1, 99}),
+                      Catch::Contains("LoD level 0 ends at 99"));
     unchanged();
   }
   SECTION("an output the kernel wrote before it failed keeps what it wrote, without offsets") {
     // The tensor is written, then offsets that do not fit it are refused: the old offsets
     // need not fit the new tensor, so they are not given back.
     with_lod(scope, "y", rows(2), {{0, 2}});
-    CHECK_THROWS_WITH(
-        executor.run(std::vector<op_invocation>{{"integrity_set_offsets",
-                                                 {{"X", {"dense"}}},
-                                                 {{"Out", {"y"}}},
-                                                 {{"offsets", std::vector<std::int64_t>{0, 2, 3}}}}},
-                     scope),
-        Catch::Contains("LoD level 0 ends at 3"));
+    CHECK_THROWS_WITH(run_setting("integrity_set_offsets", {0, 2, 3}),
+                      Catch::Contains("LoD level 0 ends at 3"));
     CHECK(lod_of(scope, "y").empty());
     CHECK(y.get<LoDTensor>().dims() == dims{4, 1});
   }
