@@ -260,4 +260,12 @@ TEMPLATE_LIST_TEST_CASE("fill_constant and uniform_random on the device: the CPU
   run_both(scope, "uniform_random", {}, {"Out"}, "uniform_empty",
            {{"shape", std::vector<std::int64_t>{0, 4}}, {"dtype", dtype}});
   CHECK(scope.get("uniform_empty_Out_dev").get<LoDTensor>().numel() == 0);
+  // A value the type cannot hold is refused on both places, whatever the shape, empty too.
+  if constexpr (std::is_same_v<T, float>)
+    for (const place& where : {cpu_place, device})
+      for (const std::vector<std::int64_t>& shape :
+           {std::vector<std::int64_t>{2}, std::vector<std::int64_t>{0}})
+        CHECK_THROWS_WITH(run_at(where, scope, "fill_constant", {}, {{"Out", {"too_big"}}},
+                                 {{"shape", shape}, {"value", 1e40}, {"dtype", dtype}}),
+                          Catch::Contains("is beyond the largest value of float"));
 }

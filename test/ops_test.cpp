@@ -544,9 +544,13 @@ TEMPLATE_TEST_CASE("elementwise_add, plain CPU: same shape, row vector, Fluid's 
     dims x, y;
     std::int32_t axis;
   };
-  const add_case cases[] = {{{4, 6}, {4, 6}, -1},         {{4, 6}, {6}, -1},
-                            {{2, 3, 4}, {4}, -1},         {{2, 3, 4, 5}, {3}, 1},
-                            {{2, 3, 4, 5}, {3, 4, 1}, 1}, {{3, 4}, {3, 1}, 0}};
+  // The default axis counts Y's trailing 1s (Fluid): Y [2, 1] lines up with X's dimension 2
+  // of 4, not 3; Y [1] adds everywhere.
+  const add_case cases[] = {{{4, 6}, {4, 6}, -1},          {{4, 6}, {6}, -1},
+                            {{2, 3, 4}, {4}, -1},          {{2, 3, 4, 5}, {3}, 1},
+                            {{2, 3, 4, 5}, {3, 4, 1}, 1},  {{3, 4}, {3, 1}, 0},
+                            {{1, 1, 2, 2}, {2, 1}, -1},    {{1, 1, 2, 3}, {2, 1}, -1},
+                            {{2, 3, 4, 5}, {3, 4, 1}, -1}, {{2, 3}, {1}, -1}};
   for (const add_case& c : cases) {
     INFO("X " << c.x << ", Y " << c.y << ", axis " << c.axis);
     Scope scope;
@@ -558,7 +562,7 @@ TEMPLATE_TEST_CASE("elementwise_add, plain CPU: same shape, row vector, Fluid's 
     const std::vector<TestType> xv = values<TestType>(x), yv = values<TestType>(y);
     std::size_t ry = c.y.rank();
     while (ry > 0 && c.y[ry - 1] == 1) --ry;
-    const std::size_t axis = c.x == c.y ? 0 : c.axis == -1 ? c.x.rank() - ry : std::size_t(c.axis);
+    const std::size_t axis = c.x == c.y ? 0 : c.axis == -1 ? c.x.rank() - c.y.rank() : std::size_t(c.axis);
     std::vector<TestType> expected(xv.size());
     for (std::size_t i = 0; i < xv.size(); ++i) {
       std::size_t rest = i, yi = 0, stride = 1;
@@ -585,6 +589,16 @@ TEMPLATE_TEST_CASE("elementwise_add, plain CPU: same shape, row vector, Fluid's 
   const std::vector<TestType> y4v = values<TestType>(y4);
   for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += y4v[i];
   CHECK(values<TestType>(scope.get("out4")) == expected);
+  // The same dims, X labelled NCHW and Y any (a conv2d output and a parameter): elementwise.
+  const Tensor xl = random_tensor<TestType>({2, 3, 4, 1}, -1, 1, data_layout::nchw);
+  const Tensor yl = random_tensor<TestType>({2, 3, 4, 1});
+  scope.var("xl").set(LoDTensor(xl));
+  scope.var("yl").set(LoDTensor(yl));
+  run_rt(scope, "elementwise_add", {{"X", {"xl"}}, {"Y", {"yl"}}}, {{"Out", {"outl"}}});
+  expected = values<TestType>(xl);
+  const std::vector<TestType> ylv = values<TestType>(yl);
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += ylv[i];
+  CHECK(values<TestType>(scope.get("outl")) == expected);
 
   scope.var("x").set(LoDTensor(random_tensor<TestType>({4, 6})));
   scope.var("y").set(LoDTensor(random_tensor<TestType>({4})));
@@ -690,6 +704,18 @@ TEST_CASE("softmax_with_cross_entropy: soft labels, Logits decide the data type,
       run_rt(scope, "softmax_with_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"hard"}}},
              {{"Softmax", {"p2"}}, {"Loss", {"loss2"}}}),
       Catch::Contains("operator 'softmax_with_cross_entropy': Label 7 of row 3 is outside [0, 3)"));
+  // 1-D Logits with sequence offsets: Loss has one row, which the offsets do not fit. Refused
+  // before either output is written.
+  scope.var("seq_logits").set(LoDTensor(random_tensor<double>({5}), {{0, 2, 5}}));
+  scope.var("one_label").set(LoDTensor(ids_tensor({1})));
+  scope.var("p3").set(LoDTensor(logits));
+  CHECK_THROWS_WITH(
+      run_rt(scope, "softmax_with_cross_entropy", {{"Logits", {"seq_logits"}}, {"Label", {"one_label"}}},
+             {{"Softmax", {"p3"}}, {"Loss", {"loss3"}}}),
+      Catch::Contains("LoD level 0 ends at 5, but the tensor has 1 entries"));
+  CHECK(scope.get("p3").get<LoDTensor>().shares_buffer_with(logits));
+  const Variable* loss3 = scope.find_var("loss3");
+  CHECK((loss3 == nullptr || !loss3->initialized()));
 }
 
 // --- lookup_table and lookup_table_grad -----------------------------------------------------
@@ -906,6 +932,15 @@ TEMPLATE_TEST_CASE("sum over LoDTensor and SelectedRows inputs, Fluid's semantic
                         "dense sum's 5 rows"));
     CHECK_THROWS_WITH(run_rt(scope, "sum", {{"X", {"s1", "tall"}}}, {{"Out", {"out"}}}),
                       Catch::Contains("the SelectedRows inputs of X must share one height: 5 and 8"));
+    // Rows set apart from the value: one index left for a value of two rows is refused, by
+    // the concatenation and by the dense sum alike.
+    SelectedRows apart({0, 1}, 5, random_tensor<TestType>({2, 3}));
+    apart.set_rows({2});
+    scope.var("apart").set(apart);
+    for (const char* other : {"s2", "a"})
+      CHECK_THROWS_WITH(
+          run_rt(scope, "sum", {{"X", {other, "apart"}}}, {{"Out", {"out"}}}),
+          Catch::Contains("operator 'sum'") && Catch::Contains("must have one row per index (1)"));
   }
 }
 

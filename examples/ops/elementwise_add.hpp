@@ -1,8 +1,9 @@
 // elementwise_add (X, Y -> Out): Out = X + Y with Fluid's broadcasting. Y has X's shape, or
 // its dimensions (trailing 1s dropped) match X's from dimension `axis` on (attribute, int,
-// default -1: aligned to X's last dimensions), and Y is repeated over the others: a row
-// vector [D] adds to every row of X [..., D]. Out has X's shape, layout (when X and Y share
-// it) and sequence offsets.
+// default -1: rank(X) - rank(Y), Y's rank counted with its trailing 1s, as Fluid's
+// elementwise_op_function.h does before it drops them), and Y is repeated over the others:
+// a row vector [D] adds to every row of X [..., D], and Y [C, 1] to X [N, C, H, W] along C.
+// Out has X's shape, layout (when X and Y share it) and sequence offsets.
 //
 // Kernels: CPU plain (float, double), CPU oneDNN (float: the binary primitive, with its own
 // broadcasting of Y), CUDA (float, double) and OpenCL (float).
@@ -34,7 +35,7 @@ namespace fluidk::ops {
 // How Y lines up with X: X as [pre, n, post] and Y as [n], or the same shape and layout
 // (then the storage adds elementwise, whatever the layout).
 struct elementwise_geometry {
-  bool same;  // same dims and layout
+  bool same;  // same dims, and the same layout or both in row-major order
   std::int64_t pre = 1, n = 1, post = 1;
   std::size_t axis = 0;    // where Y's dims start in X's
   std::size_t y_rank = 0;  // Y's rank without trailing 1s
@@ -53,12 +54,16 @@ struct elementwise_geometry {
 
   static elementwise_geometry of(const execution_context& ctx, const Tensor& x, const Tensor& y) {
     elementwise_geometry g{};
-    g.same = x.dims() == y.dims() && x.layout() == y.layout();
+    // Equal dims add elementwise whatever the layouts' names, when the bytes are in one order.
+    g.same = x.dims() == y.dims() && (x.layout() == y.layout() || (detail::row_major_order(x.layout()) &&
+                                                                   detail::row_major_order(y.layout())));
     if (g.same) return g;
-    std::size_t ry = y.dims().rank();
-    while (ry > 0 && y.dims()[ry - 1] == 1) --ry;  // Fluid drops Y's trailing 1s
+    // The default axis from Y's rank as given; then Fluid drops Y's trailing 1s.
     const std::int64_t axis_attr = detail::int_attr(ctx, "axis", -1);
-    const std::int64_t axis = axis_attr == -1 ? std::int64_t(x.dims().rank()) - std::int64_t(ry) : axis_attr;
+    const std::int64_t axis =
+        axis_attr == -1 ? std::int64_t(x.dims().rank()) - std::int64_t(y.dims().rank()) : axis_attr;
+    std::size_t ry = y.dims().rank();
+    while (ry > 0 && y.dims()[ry - 1] == 1) --ry;
     bool fits = axis >= 0 && std::size_t(axis) + ry <= x.dims().rank();
     for (std::size_t i = 0; fits && i < ry; ++i) fits = x.dims()[std::size_t(axis) + i] == y.dims()[i];
     detail::require(fits, ctx,

@@ -45,10 +45,11 @@ struct fill_constant_opencl {
   static_assert(std::is_same_v<T, float>, "the OpenCL fill_constant kernel computes in float");
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type::float32, ctx.place());
+    const float value = detail::number_attr_as<float>(ctx, "value", 0.0f);  // checked for every shape
     const std::int64_t n = out.numel();
     if (n > 0)
-      detail::opencl_launch(ctx, "fill_f32", std::size_t(n), 1, detail::cl_buffer(out),
-                            cl_float(detail::number_attr_as<float>(ctx, "value", 0.0f)), cl_ulong(n));
+      detail::opencl_launch(ctx, "fill_f32", std::size_t(n), 1, detail::cl_buffer(out), cl_float(value),
+                            cl_ulong(n));
     ctx.set_output("Out", std::move(out));
   }
 };

@@ -74,8 +74,11 @@ struct softmax_with_cross_entropy_geometry {
 
 namespace detail {
 // Writes both outputs with Logits' sequence offsets (copied first: an output may be the input).
+// The offsets are checked against both before either is written (Loss of 1-D Logits has one
+// row), so that a refusal leaves both outputs as they were.
 inline void set_softmax_outputs(const execution_context& ctx, Tensor softmax, Tensor loss) {
   const lod offsets = ctx.input_lod("Logits");
+  for (const Tensor* t : {&softmax, &loss}) LoDTensor(*t).check_lod(offsets);
   ctx.set_output("Softmax", std::move(softmax), offsets);
   ctx.set_output("Loss", std::move(loss), offsets);
 }

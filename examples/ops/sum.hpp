@@ -50,6 +50,7 @@ struct sum_cpu {
       detail::require(!arg.empty() && (v == nullptr || v->initialized()), ctx,
                       "input X[" + std::to_string(i) + "] holds nothing");
       if (v != nullptr && v->is<SelectedRows>()) {
+        v->get<SelectedRows>().check();  // rows and value may have been set apart
         sparse.push_back(&v->get<SelectedRows>());
         continue;
       }

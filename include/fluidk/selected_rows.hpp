@@ -32,7 +32,8 @@ class SelectedRows {
 
   // Checked against the height only, not against the value: rows and value are replaced one
   // after the other, in either order (or at once, by the constructor, which checks both).
-  // What reads the pair (copy_to, the transforms) refuses a value without one row per index.
+  // What reads the pair (copy_to, the transforms, a kernel through check()) refuses a value
+  // without one row per index.
   void set_rows(std::vector<std::int64_t> rows) {
     std::swap(rows_, rows);
     try {
@@ -58,6 +59,13 @@ class SelectedRows {
       std::swap(value_, value);
       throw;
     }
+  }
+
+  // The pair as a reader needs it: every row index inside the height, and a value (when it
+  // holds data) with one row per index; an error saying which does not hold.
+  void check() const {
+    check_rows();
+    check_value();
   }
 
   // The shape of the dense matrix these rows belong to: [height, value dims 1..].

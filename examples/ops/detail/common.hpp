@@ -174,12 +174,14 @@ inline bool has_input(const execution_context& ctx, std::string_view slot) {
   return args[0].tensor().initialized();
 }
 
+// Whether a layout keeps its elements in logical row-major order: any, NCHW, NC.
+inline bool row_major_order(data_layout layout) {
+  return layout == data_layout::any || layout == data_layout::nchw || layout == data_layout_of<layout::nc>;
+}
 // The tensor in its logical row-major order (NCHW for 4-D data): unchanged when it already
-// is (any, NCHW, NC), else re-laid-out by fluidk's transforms (NHWC and the blocked layouts).
+// is (row_major_order), else re-laid-out by fluidk's transforms (NHWC and the blocked layouts).
 inline Tensor row_major(const Tensor& t) {
-  if (t.layout() == data_layout::any || t.layout() == data_layout::nchw ||
-      t.layout() == data_layout_of<layout::nc>)
-    return t;
+  if (row_major_order(t.layout())) return t;
   return transform(t, kernel_key{t.place(), t.dtype(), data_layout::nchw, library_type::plain});
 }
 
