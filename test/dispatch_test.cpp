@@ -159,7 +159,24 @@ struct on_npu {
   static constexpr auto kernels = make_kernels(kernels_on<npu>(conv_npu<float>{}));
 };
 
+// An NCHW kernel on the accelerator that records the layout and place of what it reads.
+struct nchw_seen {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    last_kernel = std::string(name_of(ctx.input(0).layout())) + " on " + ctx.input(0).place().to_string();
+    last_key = ctx.kernel();
+  }
+};
+struct nchw_on_npu {
+  static constexpr std::string_view name = "nchw_on_npu_test";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<npu>(nchw_seen{}));
+};
+
 const operator_info& conv_info = register_operator<conv2d>();
+const operator_info& nchw_on_npu_info = register_operator<nchw_on_npu>();
 const operator_info& scale_none_info = register_operator<scale_none>();
 const operator_info& scale_fallback_info = register_operator<scale_fallback>();
 const operator_info& cross_entropy_info = register_operator<cross_entropy>();
@@ -580,6 +597,32 @@ TEST_CASE("the static path runs the kernel the runtime path runs, with the same 
   const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
   run_operator(scale_none_info, cpu_place, in, out);
   for (int i = 0; i < 5; ++i) CHECK(scope.get("y").get<LoDTensor>().data<double>()[i] == y.data<double>()[i]);
+}
+
+TEST_CASE("an input the kernel reads as it is keeps its layout on both paths, moved or not",
+          "[dispatch][inputs][regression]") {
+  // Data of ANY for an NCHW kernel of a kind with device ids: passed as it is on its own
+  // device, copied without a new label from another (Fluid transforms no layout from
+  // kAnyLayout), whatever its rank. The static path once relabelled it NCHW, and refused rank 2.
+  Variable result("out");
+  const std::vector<std::vector<Variable*>> outs{{&result}};
+  for (const dims& shape : {dims{1, 2, 2, 2}, dims{5, 2}})
+    for (int device : {0, 1}) {
+      INFO("shape " << shape << " on device " << device);
+      const Tensor x = filled(shape, data_type::float32, place::of<npu>(device));
+      REQUIRE(x.layout() == data_layout::any);
+      const std::vector<std::vector<Variable*>> in{{held(x)}};
+      last_kernel.clear();
+      run_operator(nchw_on_npu_info, place::of<npu>(0), in, outs);
+      CHECK(last_kernel == "ANY_LAYOUT on Place(acc:0)");
+      last_kernel.clear();
+      Tensor y;
+      run<nchw_on_npu>(target<npu>(0), inputs(tensor_cast<npu, float>(x)), outputs(y));
+      CHECK(last_kernel == "ANY_LAYOUT on Place(acc:0)");
+      CHECK(
+          input_target_key(nchw_on_npu_info, 0, x, kernel_type<npu, float, layout::nchw>::key(0)).layout() ==
+          data_layout::any);
+    }
 }
 
 TEST_CASE("explain says what a call does", "[dispatch][explain]") {

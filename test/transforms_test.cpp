@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/transforms.hpp>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -178,6 +179,74 @@ TEST_CASE("a tensor on another device of the same kind is moved", "[transforms][
   CHECK(last_accelerator_cast_device == 1);  // the cast ran on the target device, after the move
   CHECK(statically.place() == place::of<accelerator>(1));
   CHECK(same_bytes(copy_to(statically, cpu_place), copy_to(widened, cpu_place)));
+}
+
+namespace {
+// Devices with ids that copy to and from the host and between themselves, and cast nothing:
+// a cast between two of them goes through the host. Each copy is logged.
+struct courier {
+  using place_tag = courier;
+  static constexpr place_kind_id id = 4;
+  static constexpr std::string_view name = "courier";
+  static constexpr bool has_device_id = true;
+  static constexpr bool host_accessible = false;
+};
+class courier_context final : public device_context {
+ public:
+  explicit courier_context(int device) : device_(device) {}
+  fluidk::place place() const noexcept override { return fluidk::place::of<courier>(device_); }
+  void wait() override {}
+
+ private:
+  int device_;
+};
+std::vector<std::string> courier_copies;
+struct logged_copy {
+  static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
+    courier_copies.push_back(src.place.to_string() + "->" + dst.place.to_string());
+    copy_traits<cpu, cpu>::copy(dst, src, bytes);
+  }
+};
+}  // namespace
+template <>
+struct fluidk::device_traits<courier> {
+  using context_type = courier_context;
+  static int device_count() noexcept { return 2; }
+  static void* allocate(int device, std::size_t bytes) { return device_traits<cpu>::allocate(device, bytes); }
+  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
+    device_traits<cpu>::deallocate(device, handle, bytes);
+  }
+};
+template <>
+struct fluidk::copy_traits<cpu, courier> : logged_copy {};
+template <>
+struct fluidk::copy_traits<courier, cpu> : logged_copy {};
+template <>
+struct fluidk::copy_traits<courier, courier> : logged_copy {};
+
+TEST_CASE("a widening cast through the host between two devices: the same copies on both paths",
+          "[transforms][devices]") {
+  REQUIRE((register_device<courier>() && register_copy<cpu, courier>() && register_copy<courier, cpu>() &&
+           register_copy<courier, courier>()));
+  const Tensor host = random_tensor({1, 2, 1, 2}, data_type::float32, data_layout::nchw, 4);
+  const Tensor on0 = copy_to(host, place::of<courier>(0));
+  const kernel_key to = kernel_type<courier, double, layout::nchw>::key(1);
+  CHECK(plan_transform(key_of(on0), to).describe() ==
+        "copy Place(courier:0)->Place(cpu), cast float->double on Place(cpu), copy "
+        "Place(cpu)->Place(courier:1)");
+  const std::vector<std::string> expected{"Place(courier:0)->Place(cpu)", "Place(cpu)->Place(courier:1)"};
+  courier_copies.clear();
+  const Tensor at_run_time = transform(on0, to);
+  CHECK(courier_copies == expected);
+  // The static chain goes through the host too: the copy back writes device 1, so the data is
+  // not first moved from device 0 to device 1.
+  courier_copies.clear();
+  const Tensor statically = fluidk::transform<kernel_type<courier, double, layout::nchw>>(
+                                tensor_cast<courier, float, layout::nchw>(on0), 1)
+                                .tensor();
+  CHECK(courier_copies == expected);
+  CHECK(statically.place() == place::of<courier>(1));
+  CHECK(same_bytes(copy_to(statically, cpu_place), copy_to(at_run_time, cpu_place)));
 }
 
 TEST_CASE("plans are memoised, shared between threads, and described", "[transforms][runtime]") {

@@ -201,26 +201,34 @@ constexpr selection choose_registered_kernel(std::span<const kernel_key> keys, c
   return out;
 }
 
+// Whether a kernel reading layout `to` reads data of layout `from` as it is: a target of ANY
+// reads every unblocked layout; data of ANY reads as any unblocked layout (Fluid transforms
+// no layout to or from kAnyLayout). Rules 3a and 3b.
+constexpr bool reads_layout_as_is(data_layout from, data_layout to) noexcept {
+  const data_layout target = detail::planning::effective_target_layout(from, to);
+  return target == data_layout::any || detail::planning::effective_source_layout(from, target) == target;
+}
+
 // Rule 3a. The key an input of slot `slot` is transformed to (Fluid's GetKernelTypeForVar):
 // the kernel's place and layout with the input's own data type; the kernel's data type
-// when the operator casts that slot; the input's own layout when it keeps it. An exempt
-// input keeps its own key, so nothing happens to it.
+// when the operator casts that slot; the input's own layout when it keeps it, or when the
+// kernel reads it as it is (so that an input that only moves to another device, or is only
+// cast, is never relabelled: data of ANY keeps ANY, whatever its rank). An exempt input
+// keeps its own key, so nothing happens to it.
 constexpr kernel_key input_target_key(const selection_rules& op, std::size_t slot, const kernel_key& input,
                                       const kernel_key& kernel) noexcept {
   if (op.exempt(slot)) return input;
+  const bool own_layout = op.keeps_layout(slot) || reads_layout_as_is(input.layout(), kernel.layout());
   return {kernel.place(), op.casts(slot) ? kernel.dtype() : input.dtype(),
-          op.keeps_layout(slot) ? input.layout() : kernel.layout(), library_type::plain};
+          own_layout ? input.layout() : kernel.layout(), library_type::plain};
 }
 
 // Rule 3b. Whether data of key `from` must be transformed for a kernel reading key `to`:
 // another place (device id included) or data type does; a layout does unless the kernel
-// reads the data as it is (a target of ANY reads every unblocked layout; data of ANY
-// reads as any unblocked layout).
+// reads the data as it is (reads_layout_as_is).
 constexpr bool needs_transform(const kernel_key& from, const kernel_key& to) noexcept {
   if (from.place() != to.place() || from.dtype() != to.dtype()) return true;
-  const data_layout target = detail::planning::effective_target_layout(from.layout(), to.layout());
-  return target != data_layout::any &&
-         detail::planning::effective_source_layout(from.layout(), target) != target;
+  return !reads_layout_as_is(from.layout(), to.layout());
 }
 
 // The whole choice: rule 1, then rule 2 under the request's policy (else the operator's).

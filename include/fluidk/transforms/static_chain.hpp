@@ -184,6 +184,13 @@ template <KernelType From, KernelType To>
 inline constexpr std::size_t transform_chain_cost = detail::planning::static_planner<From, To>::result.cost;
 
 namespace detail {
+// Whether a chain copies between places (through the host, for a cast its place cannot do).
+template <class Steps>
+inline constexpr bool has_copy_step = false;
+template <class... S>
+inline constexpr bool has_copy_step<boost::mp11::mp_list<S...>> = ((S::kind == planning::step_kind::copy) ||
+                                                                   ...);
+
 // The tensor a step writes: the step's target type on its place. A layout change or a cast
 // stays on the device its source is on; a copy to the final place goes to the requested
 // device, a copy to another place (the host on the way) to device 0 of it.
@@ -224,8 +231,10 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
     Tensor current = src.tensor();
     if constexpr (start != data_layout_of<L>) current.set_layout(start);  // ANY_LAYOUT read as NCHW or NC
     // The chain works on place kinds; a tensor on another device of the target kind moves
-    // there, before the chain when it widens the elements and after it otherwise, so that the
-    // fewer bytes cross (as the runtime planner, which sees devices, orders a cast and a copy).
+    // there, before the chain when it widens the elements on that place and after it
+    // otherwise, so that the fewer bytes cross (as the runtime planner, which sees devices,
+    // orders a cast and a copy). A chain that goes through the host moves it on the way: its
+    // copy back writes the target device.
     auto to_device = [&] {
       if constexpr (to_place::has_device_id) {
         if (current.place().device() != device) {
@@ -235,7 +244,9 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
         }
       }
     };
-    if constexpr (std::is_same_v<P, to_place> && sizeof(T) < sizeof(typename To::dtype_t)) to_device();
+    if constexpr (std::is_same_v<P, to_place> && sizeof(T) < sizeof(typename To::dtype_t) &&
+                  !detail::has_copy_step<steps>)
+      to_device();
     boost::mp11::mp_for_each<steps>([&](auto step) {
       using Step = decltype(step);
       Tensor next = detail::allocate_step_output<Step, to_place>(current, device);
