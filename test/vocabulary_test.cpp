@@ -273,6 +273,39 @@ TEST_CASE("a place kind id cannot be taken twice", "[vocabulary][place]") {
   CHECK(test_device_registered);
 }
 
+namespace {
+// Another tag with testdev's id and name, and other contents: keys of the two would compare
+// equal and mean different things.
+struct namesake {
+  using place_tag = namesake;
+  static constexpr place_kind_id id = 7;
+  static constexpr std::string_view name = "testdev";
+  static constexpr bool has_device_id = true;
+  static constexpr bool host_accessible = true;
+};
+struct attribute_thief {
+  using library_tag = attribute_thief;
+  static constexpr library_id id = 7;
+  static constexpr std::string_view name = "THIEF";
+  static constexpr std::array<std::string_view, 1> request_attributes{"use_onednn"};
+};
+}  // namespace
+
+TEST_CASE("a tag of another type is refused under a taken id, even with the same name", "[vocabulary]") {
+  CHECK_THROWS_WITH(
+      register_place_kind<namesake>(),
+      "fluidk: place kind 'testdev' declares id 7, which place kind 'testdev' already uses (another tag "
+      "of the same name); give it an unused id below 8");
+  CHECK(parse_place("testdev:1").kind().host_accessible == test_device::host_accessible);
+  // A library whose request attribute another library answers to: that attribute could select
+  // only one of them.
+  CHECK_THROWS_WITH(
+      register_library<attribute_thief>(),
+      Catch::Contains("library 'THIEF' (id 7) is asked for by attribute 'use_onednn', which asks "
+                      "for library 'ONEDNN'"));
+  CHECK(find_library(7) == nullptr);
+}
+
 TEST_CASE("places compare kind and device", "[vocabulary][place]") {
   constexpr place gpu0 = place::of<test_device>(0);
   constexpr place gpu1 = place::of<test_device>(1);

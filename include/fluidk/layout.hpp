@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
@@ -56,6 +57,7 @@ struct layout_info {
   const layout_info* plain;  // nullptr: itself
   const std::string_view* aliases;
   std::size_t alias_count;
+  const std::type_info* type;  // the tag's: two tags are one only when they are one type
 };
 
 namespace layout {
@@ -104,7 +106,8 @@ inline constexpr layout_info layout_info_of{L::id,
                                             }(),
                                             plain_layout_info<L>(),
                                             aliases_of<L>(),
-                                            alias_count_of<L>()};
+                                            alias_count_of<L>(),
+                                            &typeid(L)};
 
 template <class L>
 constexpr const layout_info* plain_layout_info() {

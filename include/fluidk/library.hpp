@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
@@ -48,6 +49,7 @@ struct library_info {
   std::size_t alias_count;
   const std::string_view* request_attributes;
   std::size_t request_attribute_count;
+  const std::type_info* type;  // the tag's: two tags are one only when they are one type
 };
 
 namespace library {
@@ -75,7 +77,8 @@ inline constexpr library_info library_info_of{Lib::id,
                                               aliases_of<Lib>(),
                                               alias_count_of<Lib>(),
                                               request_attributes_of<Lib>().data(),
-                                              request_attributes_of<Lib>().size()};
+                                              request_attributes_of<Lib>().size(),
+                                              &typeid(Lib)};
 
 template <class Lib>
 struct library_check {

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/detail/tag_registry.hpp"
@@ -61,12 +62,13 @@ struct place_kind_info {
   bool host_accessible;
   const std::string_view* aliases;
   std::size_t alias_count;
+  const std::type_info* type;  // the tag's: two tags are one only when they are one type
 };
 
 namespace detail {
 template <class P>
 inline constexpr place_kind_info place_info{
-    P::id, P::name, P::has_device_id, P::host_accessible, aliases_of<P>(), alias_count_of<P>()};
+    P::id, P::name, P::has_device_id, P::host_accessible, aliases_of<P>(), alias_count_of<P>(), &typeid(P)};
 
 // The kinds known at run time, for parsing and for turning ordinals back into keys. A
 // registration error kept from static initialisation is thrown by the first lookup.

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include "fluidk/detail/text.hpp"
 #include "fluidk/error.hpp"
@@ -33,8 +34,9 @@ class tag_registry {
     }
   }
 
-  // Adds a tag. The same tag (or one of the same name, as another copy of its header in a
-  // shared library gives) again is no error; another tag under a taken id is.
+  // Adds a tag. The same tag again (the same C++ type, also from another copy of its header
+  // in a shared library) is no error; another tag under a taken id is, even of the same name:
+  // keys of the two would compare equal and describe different things.
   void add(const Info& info) {
     const std::lock_guard lock(mutex_);
     if (std::size_t(info.id) >= Max)
@@ -42,18 +44,30 @@ class tag_registry {
                                std::to_string(info.id) + "; ids are below " + std::to_string(Max));
     std::atomic<const Info*>& slot = tags_[info.id];
     const Info* taken = slot.load(std::memory_order_relaxed);
-    if (taken != nullptr && taken->name != info.name)
+    if (taken != nullptr && *taken->type != *info.type)
       throw registration_error(std::string(what_) + " '" + std::string(info.name) + "' declares id " +
                                std::to_string(info.id) + ", which " + std::string(what_) + " '" +
-                               std::string(taken->name) + "' already uses; give it an unused id below " +
-                               std::to_string(Max));
+                               std::string(taken->name) + "' already uses" +
+                               (taken->name == info.name ? " (another tag of the same name)" : "") +
+                               "; give it an unused id below " + std::to_string(Max));
     for (std::size_t i = 0; i < Max; ++i)
-      if (const Info* other = tags_[i].load(std::memory_order_relaxed);
-          other != nullptr && i != info.id && names_clash(*other, info))
-        throw registration_error(std::string(what_) + " '" + std::string(info.name) + "' (id " +
-                                 std::to_string(info.id) + ") shares a name or alias with " +
-                                 std::string(what_) + " '" + std::string(other->name) + "' (id " +
-                                 std::to_string(other->id) + "); text could not tell them apart");
+      if (const Info* other = tags_[i].load(std::memory_order_relaxed); other != nullptr && i != info.id) {
+        if (names_clash(*other, info))
+          throw registration_error(std::string(what_) + " '" + std::string(info.name) + "' (id " +
+                                   std::to_string(info.id) + ") shares a name or alias with " +
+                                   std::string(what_) + " '" + std::string(other->name) + "' (id " +
+                                   std::to_string(other->id) + "); text could not tell them apart");
+        // Tags that an attribute asks for (libraries): one attribute selects one tag.
+        if constexpr (requires { info.request_attribute_count; })
+          for (std::size_t a = 0; a < info.request_attribute_count; ++a)
+            for (std::size_t b = 0; b < other->request_attribute_count; ++b)
+              if (info.request_attributes[a] == other->request_attributes[b])
+                throw registration_error(
+                    std::string(what_) + " '" + std::string(info.name) + "' (id " + std::to_string(info.id) +
+                    ") is asked for by attribute '" + std::string(info.request_attributes[a]) +
+                    "', which asks for " + std::string(what_) + " '" + std::string(other->name) + "' (id " +
+                    std::to_string(other->id) + ") already; give it an attribute of its own");
+      }
     if (taken == nullptr) {
       slot.store(&info, std::memory_order_release);
       if (std::size_t(info.id) + 1 > extent_.load(std::memory_order_relaxed))
