@@ -3,8 +3,9 @@
 // that they can release what they hold through it (as CUDA's contexts release their cuDNN and
 // cuBLAS handles). The device count is read before the first context is made, and the first call
 // of the program asks for a context; a context destroyed after its runtime ends the process with
-// code 1. Its own executable: what it checks happens after main returns. Without Catch2, which
-// would add static objects of its own.
+// code 1, and so does a context given to a destructor that runs after the pool was destroyed. Its own
+// executable: what it checks happens after main returns. Without Catch2, which would add static objects of
+// its own.
 #include <cstdio>
 #include <cstdlib>
 #include <fluidk/device.hpp>
@@ -52,6 +53,22 @@ struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::
   using context_type = late_runtime_context;
   static int device_count() noexcept { return 1; }
 };
+
+namespace {
+// Made before main, so destroyed after the pool of contexts: a destructor that asks for a
+// device then (as one that flushes a tensor to the host would) gets device_unavailable, not a
+// context out of the destroyed pool.
+struct late_user {
+  ~late_user() {
+    try {
+      (void)fluidk::context_of<late_runtime_kind>(0);
+      std::fputs("FAIL: a context was given after the pool of contexts was destroyed\n", stderr);
+      std::_Exit(1);
+    } catch (const fluidk::device_unavailable&) {
+    }
+  }
+} late_user_at_exit;
+}  // namespace
 
 int main() {
   auto& context = fluidk::context_of<late_runtime_kind>(0);

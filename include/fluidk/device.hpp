@@ -100,6 +100,11 @@ class context_pool {
   static context_type& get(int device) {
     if (device >= 0 && device < max_devices)
       if (context_type* c = fast()[std::size_t(device)].load(std::memory_order_acquire)) return *c;
+    // After the pool is destroyed (a static object's destructor at exit), its contexts are gone
+    // and the pool may not be touched.
+    if (gone().load(std::memory_order_acquire))
+      throw device_unavailable("no device " + place::of<P>(device).to_string() + ": the contexts of kind '" +
+                               std::string(P::name) + "' were destroyed at exit, before this use");
     const int count = device_traits<P>::device_count();
     if (device < 0 || device >= count)
       throw device_unavailable("no device " + place::of<P>(device).to_string() + ": " +
@@ -119,6 +124,7 @@ class context_pool {
   // started: test/context_teardown_test.cpp.)
   explicit context_pool(int first_device) { make(first_device); }
   ~context_pool() {
+    gone().store(true, std::memory_order_release);
     for (auto& c : fast()) c.store(nullptr, std::memory_order_relaxed);
   }
   context_pool(const context_pool&) = delete;
@@ -144,6 +150,13 @@ class context_pool {
   static std::array<std::atomic<context_type*>, max_devices>& fast() noexcept {
     static constinit std::array<std::atomic<context_type*>, max_devices> contexts{};
     return contexts;
+  }
+
+  // Set when the pool is destroyed; constant-initialised and never destroyed itself, so that it
+  // can be read after.
+  static std::atomic<bool>& gone() noexcept {
+    static constinit std::atomic<bool> flag{false};
+    return flag;
   }
 
   std::mutex mutex_;
