@@ -342,11 +342,44 @@ TEST_CASE("append_op: a variable's kind is fixed once an operator uses it", "[pr
   CHECK_THROWS_WITH(sub.append_op(sum_of({"arr"}, "c")),
                     Catch::Contains("makes variable 'c' a LoDTensorArray"));
   CHECK(program.global_block().get_var("c").kind == var_kind::lod_tensor);
+  // Nor from a sibling block, for a variable an operator of another sub-block used.
+  declare(global, "shared", var_kind::lod_tensor_array);
+  program.append_block().append_op(sum_of({"arr", "shared"}, "shared"));
+  CHECK_THROWS_WITH(
+      program.append_block().append_op(
+          OpDesc("test_relu").set_input("X", {"b"}).set_output("Out", {"shared"})),
+      Catch::Contains("makes variable 'shared' a LoDTensor, but operator 'test_sum' before it uses it "
+                      "as a LoDTensorArray"));
+  CHECK(global.get_var("shared").kind == var_kind::lod_tensor_array);
   // A variable no operator used yet may take the kind its first writer gives it, and the text
   // of what was built reads back equal.
   declare(global, "fresh", var_kind::lod_tensor);
   global.append_op(sum_of({"arr"}, "fresh"));
   CHECK(global.get_var("fresh").kind == var_kind::lod_tensor_array);
+  CHECK(parse_program(to_text(program)) == program);
+}
+
+TEST_CASE("a block cannot declare a name that its operators already found in an enclosing block",
+          "[program][append_op]") {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  declare(global, "x", var_kind::lod_tensor);
+  declare(global, "z", var_kind::lod_tensor);
+  BlockDesc& sub = program.append_block();
+  sub.append_op(sum_of({"x", "z"}, "s"));  // block 0's x
+  BlockDesc& inner = program.append_block(1);
+  inner.append_op(sum_of({"z"}, "t"));  // block 0's z, from a block inside
+  const ProgramDesc before = program;
+  // Declared now, x and z would be what those operators name: refused, nothing declared.
+  CHECK_THROWS_WITH(sub.var("x"),
+                    "fluidk: block 1 cannot declare 'x': operator 'test_sum' appended before uses "
+                    "the enclosing block's 'x', which the declaration would hide from it");
+  CHECK_THROWS_WITH(sub.var("z"), Catch::Contains("block 1 cannot declare 'z'"));
+  CHECK(program == before);
+  // A name no operator here or inside used may be declared, and shadows from then on.
+  declare(inner, "x", var_kind::lod_tensor_array);
+  inner.append_op(sum_of({"x"}, "u"));
+  CHECK(inner.get_var("u").kind == var_kind::lod_tensor_array);
   CHECK(parse_program(to_text(program)) == program);
 }
 

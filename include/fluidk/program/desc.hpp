@@ -239,6 +239,15 @@ class BlockDesc {
     if (VarDesc* v = find_var(name)) return *v;
     if (name.empty())
       throw error(detail::text_cat("block ", std::to_string(idx_), ": a variable needs a name"));
+    // A new variable here shadows an enclosing block's of that name: an operator appended
+    // before, here or inside, that read or wrote the enclosing one would silently name this one.
+    if (const BlockDesc* parent = parent_block())
+      if (const VarDesc* outer = parent->find_var_recursive(name))
+        if (const OpDesc* user = user_of(*outer, true))
+          throw error(detail::text_cat("block ", std::to_string(idx_), " cannot declare '", name,
+                                       "': operator '", user->type(),
+                                       "' appended before uses the enclosing block's '", name,
+                                       "', which the declaration would hide from it"));
     vars_.push_back(VarDesc{std::string(name)});
     index_.emplace(std::string(name), vars_.size() - 1);
     return vars_.back();
@@ -285,17 +294,10 @@ class BlockDesc {
   // error the block (and its enclosing blocks) are left as they were.
   OpDesc& append_op(OpDesc op);
 
-  // An operator of this block or of an enclosing one that names variable `v` (as its own
-  // block sees the name), the first found; null when none does.
-  const OpDesc* earlier_user(const VarDesc& v) const {
-    for (const BlockDesc* b = this; b != nullptr; b = b->parent_block())
-      for (const OpDesc& op : b->ops_)
-        for (const auto* slots : {&op.inputs(), &op.outputs()})
-          for (const auto& [slot, names] : *slots)
-            for (const std::string& name : names)
-              if (name == v.name && b->find_var_recursive(name) == &v) return &op;
-    return nullptr;
-  }
+  // An operator that names variable `v` (as its own block sees the name), the first found:
+  // of any block of the program, or of this block and the blocks inside it (`inside`); of
+  // this block alone when it belongs to no program. Null when none does.
+  const OpDesc* user_of(const VarDesc& v, bool inside = false) const;
 
   // The variables in declaration order, the operators in order.
   const std::deque<VarDesc>& vars() const noexcept { return vars_; }
@@ -392,6 +394,27 @@ class ProgramDesc {
   std::deque<BlockDesc> blocks_;
 };
 
+inline const OpDesc* BlockDesc::user_of(const VarDesc& v, bool inside) const {
+  auto within = [&](const BlockDesc& b) {
+    for (const BlockDesc* up = &b; up != nullptr; up = up->parent_block())
+      if (up == this) return true;
+    return false;
+  };
+  auto in_block = [&](const BlockDesc& b) -> const OpDesc* {
+    for (const OpDesc& op : b.ops_)
+      for (const auto* slots : {&op.inputs(), &op.outputs()})
+        for (const auto& [slot, names] : *slots)
+          for (const std::string& name : names)
+            if (name == v.name && b.find_var_recursive(name) == &v) return &op;
+    return nullptr;
+  };
+  if (program_ == nullptr) return in_block(*this);
+  for (const BlockDesc& b : program_->blocks_)
+    if (!inside || within(b))
+      if (const OpDesc* op = in_block(b)) return op;
+  return nullptr;
+}
+
 inline const BlockDesc* BlockDesc::parent_block() const noexcept {
   return program_ != nullptr && parent_ && *parent_ < program_->blocks_.size() ? &program_->blocks_[*parent_]
                                                                                : nullptr;
@@ -477,12 +500,12 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
       infer(op, *this);
     else
       default_infer_var_type(op, *this);
-    // A variable's kind is fixed once an operator uses it: an earlier operator that read or
-    // wrote it as it was would no longer hold (its InferVarType could refuse it, and the text
-    // form, which declares each variable once, could not be read back).
+    // A variable's kind is fixed once an operator uses it: an earlier operator (of any block)
+    // that read or wrote it as it was would no longer hold (its InferVarType could refuse it,
+    // and the text form, which declares each variable once, could not be read back).
     for (const auto& [v, before] : saved)
       if (v->kind != before.kind)
-        if (const OpDesc* user = earlier_user(*v))
+        if (const OpDesc* user = user_of(*v))
           throw error("operator '" + op.type() + "' makes variable '" + v->name + "' a " +
                       std::string(name_of(v->kind)) + ", but operator '" + user->type() +
                       "' before it uses it as a " + std::string(name_of(before.kind)) +
