@@ -735,6 +735,25 @@ TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved inpu
   CHECK(transfer_edges(to_dot(program), false) + transfer_edges(to_dot(program), true) == 0);
   CHECK_THROWS_WITH(to_dot(program, std::span(first).first(2)), Catch::Contains("2 traces for a block of 4"));
 
+  // One variable twice in a slot: moved for the first edge, served cached for the second, and
+  // drawn so, edge by edge.
+  const ProgramDesc twice = parse_program(
+      "block 0\n"
+      "  var n : LoDTensor float [1, 2, 2, 2]\n"
+      "  op layouts_seen (X: n, n) -> (Out: seen)\n");
+  scope.var("n").set(LoDTensor(iota({1, 2, 2, 2}, 1, data_layout::nhwc)));
+  std::vector<op_trace> repeated;
+  executor.trace_into(&repeated);
+  executor.run(twice.block(0), scope);
+  executor.trace_into(nullptr);
+  REQUIRE(repeated.size() == 1);
+  REQUIRE(repeated[0].inputs.size() == 2);
+  CHECK_FALSE(repeated[0].inputs[0].cached);
+  CHECK(repeated[0].inputs[1].cached);
+  const std::string both = to_dot(twice, repeated);
+  CHECK(transfer_edges(both, false) == 1);
+  CHECK(transfer_edges(both, true) == 1);
+
   // Graphviz reads it (where it is installed: scripts/deps installs it).
   if (std::system("command -v dot >/dev/null 2>&1") == 0) {
     // A name of this run's own (another user's earlier run may have left its files), removed after.

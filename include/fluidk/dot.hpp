@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/error.hpp"
@@ -133,12 +134,16 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::string to_dot(const BlockDesc& block, std::sp
     for (const auto& [slot, names] : op.outputs())
       for (const std::string& name : names) variable(name);
     out += "  " + id + " [label=" + detail::dot_quoted(label) + ", " + style + "];\n";
+    // An input named twice in a slot is moved (or served cached) once per edge, in order: the
+    // k-th edge of a slot and name is drawn from the k-th trace entry of them.
+    std::map<std::pair<std::string, std::string>, std::size_t> edges_drawn;
     for (const auto& [slot, names] : op.inputs())
       for (const std::string& name : names) {
         std::string attrs = "label=" + detail::dot_quoted(slot);
+        std::size_t skip = edges_drawn[{slot, name}]++;
         if (!traces.empty())
           for (const input_trace& in : traces[i].inputs) {
-            if (in.slot != slot || in.variable != name) continue;
+            if (in.slot != slot || in.variable != name || skip-- != 0) continue;
             if (in.cached)
               attrs = "label=" + detail::dot_quoted(slot + ": " + in.chain + "\ncached, nothing copied") +
                       ", color=darkgreen, fontcolor=darkgreen, style=dashed, class=\"transfer cached\"";
