@@ -78,6 +78,23 @@ struct writes_input_kernel {
     ctx.output(0) = Tensor(ctx.input(0).dims(), ctx.input(0).dtype());
   }
 };
+// Replaces, or reshapes, the variable of its input X (the bytes stay as they were).
+template <class T>
+struct replaces_input_kernel {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    ctx.input_arg("X").variable()->set(LoDTensor(Tensor({7}, data_type_of<T>)));
+    ctx.output(0) = Tensor({1}, data_type_of<T>);
+  }
+};
+template <class T>
+struct reshapes_input_kernel {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    ctx.input_arg("X").variable()->get_mutable<LoDTensor>().reshape({4, 1});
+    ctx.output(0) = Tensor({1}, data_type_of<T>);
+  }
+};
 template <class T>
 struct in_place_kernel {
   using dtype = T;
@@ -103,6 +120,18 @@ struct bad_op {
   static constexpr std::array<std::string_view, 1> inputs{"X"};
   static constexpr std::array<std::string_view, 1> outputs{"Out"};
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(writes_input_kernel<float>{}));
+};
+struct replaces_op {
+  static constexpr std::string_view name = "debug_replaces_input";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(replaces_input_kernel<float>{}));
+};
+struct reshapes_op {
+  static constexpr std::string_view name = "debug_reshapes_input";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(reshapes_input_kernel<float>{}));
 };
 struct in_place_op {
   static constexpr std::string_view name = "debug_in_place";
@@ -182,6 +211,23 @@ TEST_CASE("FLUIDK_DEBUG: a kernel that writes its input, on every path", "[debug
   }
   // The parent's input never moved: the writes happened in the children.
   CHECK(x.data()[0] == 1.0f);
+}
+
+TEST_CASE("FLUIDK_DEBUG: a kernel that replaces or reshapes its input variable", "[debug]") {
+  const operator_info& replaces = register_operator<replaces_op>();
+  const operator_info& reshapes = register_operator<reshapes_op>();
+  for (const operator_info* info : {&replaces, &reshapes}) {
+    INFO(info->name());
+    Variable in("x"), out("y");
+    in.set(LoDTensor(ones(4).tensor()));
+    const std::vector<std::vector<Variable*>> ins{{&in}}, outs{{&out}};
+    const child_result r = in_child([&] { run_operator(*info, cpu_place, ins, outs); });
+    CHECK(r.aborted);
+    CHECK_THAT(r.stderr_text,
+               Catch::StartsWith(failed + "operator '" + std::string(info->name())) &&
+                   Catch::Contains("the kernel wrote input X[0] (variable 'x': its version moved"));
+    CHECK(in.get<LoDTensor>().dims() == dims{4});  // written in the child only
+  }
 }
 
 TEST_CASE("FLUIDK_DEBUG: kernels that keep to their outputs pass, in place included", "[debug]") {

@@ -273,20 +273,36 @@ void for_each_held_tensor(const kernel_arg& a, F&& f) {
 
 // FLUIDK_DEBUG's check that a kernel wrote none of its inputs (fluidk/debug.hpp): the inputs'
 // storages and their versions before the call, then after it each one that no output shares
-// (before or after the call) must have kept its version.
+// (before or after the call) must have kept its version; and each input variable that is not
+// also an output must have kept its own (replaced, reshaped, given other offsets or rows).
 class input_write_check {
  public:
   explicit input_write_check(const execution_context& context) {
     const slot_args& in = context.all_inputs();
     for (std::size_t s = 0; s < in.slot_count(); ++s)
-      for (std::size_t i = 0; i < in.slot(s).size(); ++i)
+      for (std::size_t i = 0; i < in.slot(s).size(); ++i) {
+        if (const Variable* v = in.slot(s)[i].variable()) variables_.push_back({v, v->version(), s, i});
         for_each_held_tensor(in.slot(s)[i], [&](const Tensor& t) {
           if (t.storage_id() != 0) inputs_.push_back({t, t.version(), s, i});
         });
+      }
     note_outputs(context);
   }
   void after(const execution_context& context) {
     note_outputs(context);
+    for (const seen_variable& in : variables_) {
+      bool is_output = false;
+      for (const kernel_arg& a : context.all_outputs().args)
+        is_output = is_output || a.variable() == in.variable;
+      FLUIDK_DEBUG_CHECK(is_output || in.variable->version() == in.version,
+                         "operator '" + std::string(context.op_type()) + "', kernel " +
+                             context.kernel().to_string() + ": the kernel wrote input " +
+                             std::string(context.input_name(in.slot)) + "[" + std::to_string(in.index) +
+                             "] (variable '" + in.variable->name() + "': its version moved from " +
+                             std::to_string(in.version) + " to " + std::to_string(in.variable->version()) +
+                             "); a kernel reads its inputs and writes its outputs, and an operator that "
+                             "works in place names the variable as an output too");
+    }
     for (const seen& in : inputs_) {
       bool in_place = false;
       for (const std::uint64_t id : output_storages_) in_place = in_place || id == in.tensor.storage_id();
@@ -312,7 +328,13 @@ class input_write_check {
     std::uint64_t version;
     std::size_t slot, index;
   };
+  struct seen_variable {
+    const Variable* variable;
+    std::uint64_t version;
+    std::size_t slot, index;
+  };
   std::vector<seen> inputs_;
+  std::vector<seen_variable> variables_;
   std::vector<std::uint64_t> output_storages_;
 };
 
