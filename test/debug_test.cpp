@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "x_to_out.hpp"
+
 using namespace fluidk;
 
 namespace {
@@ -109,41 +111,23 @@ struct reads_slot_3_kernel {
   void operator()(execution_context& ctx) const { (void)ctx.inputs(3).size(); }
 };
 
-struct copy_op {
+struct copy_op : fluidk_test::x_to_out<copy_kernel<float>> {
   static constexpr std::string_view name = "debug_copy";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(copy_kernel<float>{}));
 };
-struct bad_op {
+struct bad_op : fluidk_test::x_to_out<writes_input_kernel<float>> {
   static constexpr std::string_view name = "debug_writes_input";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(writes_input_kernel<float>{}));
 };
-struct replaces_op {
+struct replaces_op : fluidk_test::x_to_out<replaces_input_kernel<float>> {
   static constexpr std::string_view name = "debug_replaces_input";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(replaces_input_kernel<float>{}));
 };
-struct reshapes_op {
+struct reshapes_op : fluidk_test::x_to_out<reshapes_input_kernel<float>> {
   static constexpr std::string_view name = "debug_reshapes_input";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(reshapes_input_kernel<float>{}));
 };
-struct in_place_op {
+struct in_place_op : fluidk_test::x_to_out<in_place_kernel<float>> {
   static constexpr std::string_view name = "debug_in_place";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(in_place_kernel<float>{}));
 };
-struct slot_op {
+struct slot_op : fluidk_test::x_to_out<reads_slot_3_kernel<float>> {
   static constexpr std::string_view name = "debug_slot";
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(reads_slot_3_kernel<float>{}));
 };
 
 using f32 = typed_tensor<cpu, float>;

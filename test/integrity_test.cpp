@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "simulated_device.hpp"
+#include "x_to_out.hpp"
 
 using namespace fluidk;
 using fluidk_test::accelerator;
+using fluidk_test::x_to_out;
 
 // A layout transform on the simulated accelerator (host memory underneath), registered only
 // by the test below: plans made before it must not be served after it.
@@ -29,15 +31,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------
 // Operators of these tests.
-
-// The declaration of an operator of one input X and one output Out with kernel K on the CPU;
-// each operator below adds its name.
-template <class K>
-struct x_to_out {
-  static constexpr std::array<std::string_view, 1> inputs{"X"};
-  static constexpr std::array<std::string_view, 1> outputs{"Out"};
-  static constexpr auto kernels = make_kernels(kernels_on<cpu>(K{}));
-};
 
 // Out = 2 X, with a kernel for NCHW only: an input in another layout is transformed, and
 // the executor keeps the transformed copy in its transfer cache. Out keeps X's offsets.

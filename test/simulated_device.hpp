@@ -18,15 +18,18 @@ struct accelerator {
   static constexpr bool host_accessible = false;
 };
 
-class accelerator_context final : public fluidk::device_context {
+// The context of a device of kind P simulated in host memory: it has nothing to wait for.
+template <class P>
+class host_memory_context final : public fluidk::device_context {
  public:
-  explicit accelerator_context(int device) : device_(device) {}
-  fluidk::place place() const noexcept override { return fluidk::place::of<accelerator>(device_); }
+  explicit host_memory_context(int device) : device_(device) {}
+  fluidk::place place() const noexcept override { return fluidk::place::of<P>(device_); }
   void wait() override {}
 
  private:
   int device_;
 };
+using accelerator_context = host_memory_context<accelerator>;
 
 }  // namespace fluidk_test
 

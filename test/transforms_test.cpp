@@ -191,15 +191,6 @@ struct courier {
   static constexpr bool has_device_id = true;
   static constexpr bool host_accessible = false;
 };
-class courier_context final : public device_context {
- public:
-  explicit courier_context(int device) : device_(device) {}
-  fluidk::place place() const noexcept override { return fluidk::place::of<courier>(device_); }
-  void wait() override {}
-
- private:
-  int device_;
-};
 std::vector<std::string> courier_copies;
 struct logged_copy {
   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
@@ -209,13 +200,9 @@ struct logged_copy {
 };
 }  // namespace
 template <>
-struct fluidk::device_traits<courier> {
-  using context_type = courier_context;
+struct fluidk::device_traits<courier> : device_traits<cpu> {  // host memory underneath
+  using context_type = fluidk_test::host_memory_context<courier>;
   static int device_count() noexcept { return 2; }
-  static void* allocate(int device, std::size_t bytes) { return device_traits<cpu>::allocate(device, bytes); }
-  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
-    device_traits<cpu>::deallocate(device, handle, bytes);
-  }
 };
 template <>
 struct fluidk::copy_traits<cpu, courier> : logged_copy {};
