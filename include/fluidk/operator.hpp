@@ -260,6 +260,35 @@ namespace detail {
 constexpr bool is_listed(std::string_view slot, std::span<const std::string_view> names) {
   return slot_index(names, slot) < names.size();
 }
+
+// Whether no name of `names` repeats: a call and a program find a slot by its name.
+constexpr bool names_differ(std::span<const std::string_view> names) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (slot_index(names.first(i), names[i]) < i) return false;
+  return true;
+}
+
+// Whether every name of `listed` is one of `slots`.
+constexpr bool names_slots(std::span<const std::string_view> listed,
+                           std::span<const std::string_view> slots) {
+  for (std::string_view name : listed)
+    if (!is_listed(name, slots)) return false;
+  return true;
+}
+
+// Whether the operator's lists of input slots (no_transform_inputs, keep_layout_inputs,
+// cast_inputs) name only its input slots: a misspelt name would leave its slot silently
+// unlisted.
+template <class Op>
+constexpr bool lists_name_inputs() {
+  bool ok = true;
+  if constexpr (requires { Op::no_transform_inputs; })
+    ok = ok && names_slots(Op::no_transform_inputs, Op::inputs);
+  if constexpr (requires { Op::keep_layout_inputs; })
+    ok = ok && names_slots(Op::keep_layout_inputs, Op::inputs);
+  if constexpr (requires { Op::cast_inputs; }) ok = ok && names_slots(Op::cast_inputs, Op::inputs);
+  return ok;
+}
 }  // namespace detail
 
 template <class Op>
@@ -371,6 +400,12 @@ inline constexpr const auto& registered_keys = detail::key_array<kernel_keys_of<
 template <class Op>
 inline constexpr selection_rules rules_of = [] {
   static_assert(Op::inputs.size() <= 64, "fluidk: an operator has at most 64 input slots");
+  static_assert(detail::names_differ(Op::inputs) && detail::names_differ(Op::outputs),
+                "fluidk: an operator's input slots have names that differ, and so do its output slots (a "
+                "call and a program find a slot by its name)");
+  static_assert(detail::lists_name_inputs<Op>(),
+                "fluidk: no_transform_inputs, keep_layout_inputs and cast_inputs name only input slots of "
+                "the operator");
   selection_rules r;
   r.keys = registered_keys<Op>;
   r.no_transform = detail::input_mask<Op, no_transform_input<Op>>();
