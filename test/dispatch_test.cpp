@@ -6,6 +6,7 @@
 #include <deque>
 #include <fluidk/devices/cudnn_tags.hpp>
 #include <fluidk/devices/onednn_tags.hpp>
+#include <fluidk/executor.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/static_dispatch.hpp>
@@ -625,6 +626,101 @@ TEST_CASE("an input the kernel reads as it is keeps its layout on both paths, mo
     }
 }
 
+namespace {
+// An NHWC kernel on the CPU that records the layout and the values of X as it reads them.
+std::vector<float> nhwc_values;
+struct nhwc_seen {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::nhwc>;
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input("X");
+    last_kernel =
+        std::string(name_of(x.layout())) + ", Bias " + std::string(name_of(ctx.input("Bias").layout()));
+    nhwc_values.assign(x.data<float>(), x.data<float>() + x.numel());
+  }
+};
+struct nhwc_op {
+  static constexpr std::string_view name = "nhwc_test";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "Bias"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Bias"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(nhwc_seen{}));
+};
+}  // namespace
+
+TEST_CASE(
+    "data of ANY is read in its logical order: reordered for an NHWC kernel, of its rank or refused "
+    "clearly, the same on every path",
+    "[dispatch][inputs][errors][regression]") {
+  const operator_info& op = register_operator<nhwc_op>();
+  const Tensor bias = filled({2}, data_type::float32);  // rank 1, kept as it is (keep_layout_inputs)
+  Variable result("out");
+  const std::vector<std::vector<Variable*>> outs{{&result}};
+  // Rank 4: [1, 2, 1, 3] holds 0..5 in the logical order, which the NHWC kernel reads reordered.
+  const Tensor x4 = filled({1, 2, 1, 3}, data_type::float32);
+  const std::vector<float> nhwc_order{0, 3, 1, 4, 2, 5};
+  const std::vector<std::vector<Variable*>> in4{{held(x4)}, {held(bias)}};
+  run_operator(op, cpu_place, in4, outs);
+  CHECK(last_kernel == "NHWC, Bias ANY_LAYOUT");
+  CHECK(nhwc_values == nhwc_order);
+  nhwc_values.clear();
+  Tensor y;
+  run<nhwc_op>(target<cpu>(), inputs(tensor_cast<cpu, float>(x4), tensor_cast<cpu, float>(bias)), outputs(y));
+  CHECK(last_kernel == "NHWC, Bias ANY_LAYOUT");
+  CHECK(nhwc_values == nhwc_order);
+
+  // Rank 2: no rank-4 order to read it in. Every path refuses it before the kernel runs, naming
+  // the operator, the input and the kernel, and what the data was read as (once an error about
+  // an NCHW tensor that did not exist); explain says the call would fail (it said it would
+  // transform).
+  const Tensor x2 = filled({2, 3}, data_type::float32);
+  Variable x2_var("x2");
+  x2_var.set(LoDTensor(x2));
+  const std::vector<std::vector<Variable*>> in2{{&x2_var}, {held(bias)}};
+  const std::uint64_t before = result.version();
+  last_kernel.clear();
+  // The message of what `call` throws; empty when it throws nothing.
+  const auto message_of = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const error& e) {
+      return e.what();
+    }
+    return {};
+  };
+  const std::string runtime_message = message_of([&] { run_operator(op, cpu_place, in2, outs); });
+  CHECK_THAT(runtime_message,
+             Catch::StartsWith("fluidk: operator 'nhwc_test' input X ('x2') for kernel {data_type[float]; "
+                               "data_layout[NHWC]") &&
+                 Catch::Contains("data of layout ANY_LAYOUT is in its logical order, read as NCHW") &&
+                 Catch::Contains("NCHW needs rank 4: the shape [2, 3] has rank 2") &&
+                 Catch::Contains("keep_layout_inputs"));
+  // The static call says the same, but for the variable it does not have.
+  std::string static_message = message_of([&] {
+    run<nhwc_op>(target<cpu>(), inputs(tensor_cast<cpu, float>(x2), tensor_cast<cpu, float>(bias)),
+                 outputs(y));
+  });
+  CHECK(static_message.find(" ('x2')") == std::string::npos);
+  const std::string::size_type slot_end = std::string("fluidk: operator 'nhwc_test' input X").size();
+  CHECK(static_message.insert(std::min(slot_end, static_message.size()), " ('x2')") == runtime_message);
+  Scope scope;
+  scope.var("x2").set(LoDTensor(x2));
+  scope.var("bias").set(LoDTensor(bias));
+  Executor executor(cpu_place);
+  CHECK(message_of([&] {
+          executor.run(
+              std::vector<op_invocation>{
+                  {"nhwc_test", {{"X", {"x2"}}, {"Bias", {"bias"}}}, {{"Out", {"y"}}}, {}}},
+              scope);
+        }) == runtime_message);
+  CHECK(last_kernel.empty());
+  CHECK(result.version() == before);
+  CHECK_THAT(
+      explain(op, cpu_place, in2),
+      Catch::Contains("input X[0]: none (data of layout ANY_LAYOUT is in its logical order, read as NCHW") &&
+          Catch::Contains("); the call would fail") && Catch::Contains("input Bias[0]: none\n"));
+}
+
 TEST_CASE("explain says what a call does", "[dispatch][explain]") {
   const Tensor x = filled({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nchw);
   const std::vector<std::vector<Variable*>> in{{held(x)}, {held(x)}};
@@ -796,12 +892,18 @@ TEST_CASE("an error a kernel lets out names the operator and the kernel, and kee
       Catch::Message("fluidk: " + kernel + ": variable 'x' holds SelectedRows, not LoDTensor"));
   CHECK_THROWS_MATCHES(run("not_registered"), not_registered,
                        Catch::Message("fluidk: " + kernel + ": no transform from A to B"));
-  // A message that names the operator already, an allocation_error (its place and size kept)
-  // and an exception of another type leave as they are.
+  // An allocation_error keeps its place and size (it once left without the operator's name).
+  try {
+    run("allocation");
+    FAIL("the kernel did not throw");
+  } catch (const allocation_error& e) {
+    CHECK(e.what() ==
+          "fluidk: " + kernel + ": cannot allocate 64 bytes on " + cpu_place.to_string() + ": out of memory");
+    CHECK(e.bytes() == 64);
+    CHECK(e.where() == cpu_place);
+  }
+  // A message that names the operator already and an exception of another type leave as they are.
   CHECK_THROWS_MATCHES(run("named"), error,
                        Catch::Message("fluidk: operator 'throwing_test': X is too short"));
-  CHECK_THROWS_MATCHES(
-      run("allocation"), allocation_error,
-      Catch::Message("fluidk: cannot allocate 64 bytes on " + cpu_place.to_string() + ": out of memory"));
   CHECK_THROWS_MATCHES(run("other"), std::logic_error, Catch::Message("a kernel's own exception"));
 }

@@ -1,12 +1,14 @@
 // Data integrity: storage versions that every alias and view shares (the transfer cache
 // never serves a stale copy), checked sizes, allocation failures that leak nothing, and
 // sequence offsets (LoD) through operators and transforms.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/runtime_dispatch.hpp>
+#include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <fluidk/typed_tensor.hpp>
 #include <limits>
@@ -153,10 +155,26 @@ struct offsets_first_op : x_to_out<offsets_first> {
   static constexpr std::string_view name = "integrity_offsets_first";
 };
 
+// Out = X without its last row, written through output() as a whole tensor: run in place on
+// sequences, Out keeps offsets its rows no longer fit.
+struct drop_row {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input("X");
+    Tensor out({x.dims()[0] - 1, 1}, data_type::float32);
+    std::copy(x.data<float>(), x.data<float>() + out.numel(), out.data<float>());
+    ctx.output("Out") = std::move(out);
+  }
+};
+struct drop_row_op : x_to_out<drop_row> {
+  static constexpr std::string_view name = "integrity_drop_row";
+};
+
 const bool registered =
     (register_operator<double_op>(), register_operator<fill_op>(), register_operator<scribble_op>(),
      register_operator<dense_op>(), register_operator<share_op>(), register_operator<set_offsets_op>(),
-     register_operator<sequences_op>(), register_operator<offsets_first_op>(), true);
+     register_operator<sequences_op>(), register_operator<offsets_first_op>(),
+     register_operator<drop_row_op>(), true);
 
 // [1, 4, 1, 1] float in NHWC: the same bytes as NCHW, so values are easy to read, but a
 // layout the NCHW kernel needs transformed.
@@ -508,8 +526,17 @@ TEST_CASE("an allocation failure names the bytes and the place, and leaks nothin
     auto program = executor.prepare(ops, scope);
     {
       const fail_after failing(0);
-      CHECK_THROWS_WITH(executor.run(program), Catch::Contains("operator 'integrity_flaky' input X ('x')") &&
-                                                   Catch::Contains("bytes on Place(flaky)"));
+      // Its kind, place and size are kept (it was once a plain fluidk::error).
+      try {
+        executor.run(program);
+        FAIL("the transfer did not fail");
+      } catch (const allocation_error& e) {
+        CHECK(e.where() == where);
+        CHECK(e.bytes() == 16);
+        CHECK_THAT(e.what(),
+                   Catch::StartsWith("fluidk: operator 'integrity_flaky' input X ('x') for kernel ") &&
+                       Catch::Contains("cannot allocate 16 bytes on Place(flaky)"));
+      }
     }
     CHECK(executor.cache().size() == 0);
     CHECK(scope.kid_count() == 0);
@@ -518,6 +545,31 @@ TEST_CASE("an allocation failure names the bytes and the place, and leaks nothin
     CHECK(values(scope.get("y").get<LoDTensor>()) == std::vector<float>{1, 2, 3, 4});
     executor.cache().clear();
     scope.erase("y");
+  }
+  SECTION("a runtime call's and a static call's input transfer: the same kind, naming the operator") {
+    const operator_info& op = register_operator<flaky_op>();
+    Variable x("x"), y("y");
+    x.set(LoDTensor(nhwc_input(1)));
+    const std::vector<std::vector<Variable*>> in{{&x}}, out{{&y}};
+    const fail_after failing(0);
+    try {
+      run_operator(op, where, in, out);
+      FAIL("the transfer did not fail");
+    } catch (const allocation_error& e) {
+      CHECK(e.bytes() == 16);
+      CHECK_THAT(e.what(), Catch::StartsWith("fluidk: operator 'integrity_flaky' input X ('x') for kernel "));
+    }
+    const typed_tensor<cpu, float, layout::nhwc> typed(nhwc_input(1));
+    Tensor result;
+    try {
+      run<flaky_op>(target<flaky>(), inputs(typed), outputs(result));
+      FAIL("the transfer did not fail");
+    } catch (const allocation_error& e) {
+      CHECK(e.where() == where);
+      CHECK_THAT(e.what(), Catch::StartsWith("fluidk: operator 'integrity_flaky' input X for kernel "));
+    }
+    CHECK(values(x.get<LoDTensor>()) == std::vector<float>{1, 2, 3, 4});
+    CHECK(!result.initialized());
   }
   CHECK(flaky_live == 0);
 }
@@ -625,6 +677,41 @@ TEST_CASE("a kernel that fails before it writes an output leaves the output's of
                       Catch::Contains("LoD level 0 ends at 3"));
     CHECK(lod_of(scope, "y").empty());
     CHECK(y.get<LoDTensor>().dims() == dims{4, 1});
+  }
+}
+
+TEST_CASE("an output that is also an input keeps its offsets only while its rows fit them",
+          "[integrity][lod][regression]") {
+  static_cast<void>(registered);
+  Scope scope;
+  with_lod(scope, "seq", rows(4), {{0, 1, 4}});
+  Executor executor(cpu_place);
+  SECTION("rows kept: the offsets stay") {
+    executor.run(std::vector<op_invocation>{{"integrity_dense", {{"X", {"seq"}}}, {{"Out", {"seq"}}}, {}}},
+                 scope);
+    CHECK(lod_of(scope, "seq") == lod{{0, 1, 4}});
+  }
+  // A row dropped by a kernel that assigns the tensor and leaves the offsets: once accepted,
+  // with offsets ending at 4 on 3 rows, which the next sequence kernel read past.
+  const auto refused = [&](auto&& run) {
+    CHECK_THROWS_WITH(run(),
+                      Catch::StartsWith("fluidk: operator 'integrity_drop_row', kernel {") &&
+                          Catch::Contains("output 'seq', also an input, keeps its sequence offsets, which "
+                                          "its tensor no longer fits (") &&
+                          Catch::Contains("set_output"));
+    CHECK(scope.get("seq").get<LoDTensor>().dims() == dims{3, 1});
+    CHECK(lod_of(scope, "seq").empty());
+  };
+  SECTION("the executor") {
+    refused([&] {
+      executor.run(
+          std::vector<op_invocation>{{"integrity_drop_row", {{"X", {"seq"}}}, {{"Out", {"seq"}}}, {}}},
+          scope);
+    });
+  }
+  SECTION("run_operator") {
+    const std::vector<std::vector<Variable*>> in{{&scope.var("seq")}}, out{{&scope.var("seq")}};
+    refused([&] { run_operator(find_operator("integrity_drop_row"), cpu_place, in, out); });
   }
 }
 

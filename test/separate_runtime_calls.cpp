@@ -16,6 +16,7 @@ std::string call_everything(const operator_info& op, variable_slots inputs, vari
   transform_input(op.rules(), 0, source, key, key, into);
   const transform_plan& plan = plan_transform(key, key);
   out += plan.describe();
+  plan.check(tensor);
   out += transform(plan.apply(tensor), key).describe();
   out += transform(LoDTensor(tensor), key).tensor().describe();
   out += transform(SelectedRows({0}, 1, tensor), key).value().describe();

@@ -15,7 +15,7 @@ EXPECTED = [
     "fluidk::run_operator", "fluidk::explain[abi:cxx11]", "fluidk::expected_kernel_key",
     "fluidk::transform_variable", "fluidk::transform_input", "fluidk::Executor::prepare",
     "fluidk::Executor::run", "fluidk::Executor::invocations", "fluidk::plan_transform",
-    "fluidk::transform", "fluidk::transform_plan::apply",
+    "fluidk::transform", "fluidk::transform_plan::apply", "fluidk::transform_plan::check",
     "fluidk::transform_plan::describe[abi:cxx11]",
     "fluidk::to_dot[abi:cxx11]", "fluidk::parse_program", "fluidk::to_text[abi:cxx11]",
     "fluidk::parse_place", "fluidk::storage_numel", "fluidk::parse_data_layout",

@@ -25,6 +25,9 @@ class allocation_error : public error {
       : error("cannot allocate " + std::to_string(bytes) + " bytes on " + where.to_string() + ": " + reason),
         where_(where),
         bytes_(bytes) {}
+  // The same failure, its message led by `context` (what the allocation was for).
+  allocation_error(const std::string& context, const allocation_error& e)
+      : error(context + ": " + detail::unprefixed(e)), where_(e.where_), bytes_(e.bytes_) {}
   const place& where() const noexcept { return where_; }
   std::size_t bytes() const noexcept { return bytes_; }
 

@@ -14,6 +14,7 @@
 
 #include "fluidk/attribute.hpp"
 #include "fluidk/debug.hpp"
+#include "fluidk/detail/error_context.hpp"
 #include "fluidk/device.hpp"
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/variable.hpp"
@@ -342,24 +343,17 @@ class input_write_check {
 // message does not name the operator (an input of another kind than the kernel reads, a
 // transform it asked for), for the runtime path and the executor (kernel_entry). Not on the
 // static path, whose call names its operator in the source and costs a direct call's
-// instructions (a handler there cost 3 more, dispatch_bench under callgrind). error,
-// not_registered, parse_error, device_unavailable and registration_error keep their type; any
-// other exception (an allocation_error, which keeps its place and size, a type of the
-// kernel's own or derived from fluidk's, std::bad_alloc) leaves as it is.
+// instructions (a handler there cost 3 more, dispatch_bench under callgrind). fluidk's own
+// kinds keep their type (rethrow_in_context: an allocation_error its place and size too); any
+// other exception (a type of the kernel's own or derived from fluidk's, std::bad_alloc)
+// leaves as it is.
 [[noreturn, gnu::cold, gnu::noinline]] inline void rethrow_naming_operator(const execution_context& context) {
   try {
     throw;
   } catch (const error& e) {
     const std::string op(context.op_type());
     if (std::string_view(e.what()).find("operator '" + op + "'") != std::string_view::npos) throw;
-    const std::string what =
-        "operator '" + op + "', kernel " + context.kernel().to_string() + ": " + unprefixed(e);
-    if (typeid(e) == typeid(error)) throw error(what);
-    if (typeid(e) == typeid(not_registered)) throw not_registered(what);
-    if (typeid(e) == typeid(parse_error)) throw parse_error(what);
-    if (typeid(e) == typeid(device_unavailable)) throw device_unavailable(what);
-    if (typeid(e) == typeid(registration_error)) throw registration_error(what);
-    throw;
+    rethrow_in_context(e, "operator '" + op + "', kernel " + context.kernel().to_string());
   }
 }
 

@@ -408,9 +408,9 @@ class Executor {
       run_op_slowly(p, index);
       return;
     }
-    run_kernel_clearing_lods({p.output_variables_.data() + o.first_output, o.output_count},
-                             {p.input_variables_.data() + o.first_input, o.input_count},
-                             [&] { (*o.entry)(p.contexts_[index]); });
+    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                             {p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count});
     ++stats_.ops_run;
   }
 
@@ -444,9 +444,9 @@ class Executor {
       }
     } guard{*p.scope_, child};
     if (o.moves) move_inputs(p, index, child, trace);
-    run_kernel_clearing_lods({p.output_variables_.data() + o.first_output, o.output_count},
-                             {p.input_variables_.data() + o.first_input, o.input_count},
-                             [&] { (*o.entry)(p.contexts_[index]); });
+    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                             {p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count});
     ++stats_.ops_run;
   }
 
@@ -567,7 +567,10 @@ class Executor {
     auto of = [&](const Tensor& t) -> std::uint64_t {
       if (!t.initialized()) return 0;
       const kernel_key to = input_target_key(rules, slot, key_of(t), kernel);
-      return needs_transform(key_of(t), to) ? plan_transform(key_of(t), to).bytes_copied(t.dims()) : 0;
+      if (!needs_transform(key_of(t), to)) return 0;
+      const transform_plan& plan = plan_transform(key_of(t), to);
+      plan.check(t);  // the error the transform gives, before the bytes are counted
+      return plan.bytes_copied(t.dims());
     };
     if (!v.is<LoDTensorArray>()) return of(*tensor_of(v));
     std::uint64_t bytes = 0;

@@ -202,8 +202,9 @@ constexpr selection choose_registered_kernel(std::span<const kernel_key> keys, c
 }
 
 // Whether a kernel reading layout `to` reads data of layout `from` as it is: a target of ANY
-// reads every unblocked layout; data of ANY reads as any unblocked layout (Fluid transforms
-// no layout to or from kAnyLayout). Rules 3a and 3b.
+// reads every unblocked layout; data of ANY, in the logical order of its dims, reads as a
+// plain layout (NCHW, NC: Fluid transforms no layout to or from kAnyLayout), and is
+// reordered for another (NHWC, a blocked one). Rules 3a and 3b.
 constexpr bool reads_layout_as_is(data_layout from, data_layout to) noexcept {
   const data_layout target = detail::planning::effective_target_layout(from, to);
   return target == data_layout::any || detail::planning::effective_source_layout(from, target) == target;

@@ -229,6 +229,22 @@ bool register_layout() {
   return true;
 }
 
+namespace detail {
+// Data of layout `from` read as layout `as` without moving a byte: ANY_LAYOUT data, in its
+// logical order, read as the plain layout of a transform's target (planning's
+// effective_source_layout). Throws when its rank is not the one `as` needs; the runtime plan
+// and the static chain both check here.
+inline void check_read_as(const dims& shape, data_layout from, data_layout as) {
+  const int rank = as.rank();
+  if (from == as || rank == 0 || std::size_t(rank) == shape.rank()) return;
+  throw error(
+      "data of layout " + std::string(from.name()) + " is in its logical order, read as " +
+      std::string(as.name()) + ", and " + std::string(as.name()) + " needs rank " + std::to_string(rank) +
+      ": the shape " + shape.to_string() + " has rank " + std::to_string(shape.rank()) +
+      " (an operator passes such an input in its own layout by listing its slot in keep_layout_inputs)");
+}
+}  // namespace detail
+
 // The layout with this id, if registered.
 inline const layout_info* find_layout(layout_id id) noexcept { return detail::layout_registry().find(id); }
 

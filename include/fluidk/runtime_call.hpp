@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/detail/error_context.hpp"
 #include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/execution_context.hpp"
@@ -197,11 +198,19 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::string explain(const operator_info& op, const
   if (chosen.place().device() >= devices)
     return out + "  device:   none (" + chosen.place().to_string() +
            " is not present: " + std::to_string(devices) + " device(s) of its kind); the call would fail\n";
+  // A transform the call could not make is said, as the call would fail on it.
   const auto plan_of = [&](std::size_t s, const Tensor* t) -> std::string {
     if (t == nullptr || !t->initialized()) return "empty";
     if (op.no_transform(s)) return "exempt from transforms";
     const kernel_key target = input_target_key(op, s, *t, chosen);
-    return needs_transform(key_of(*t), target) ? plan_transform(key_of(*t), target).describe() : "none";
+    if (!needs_transform(key_of(*t), target)) return "none";
+    try {
+      const transform_plan& plan = plan_transform(key_of(*t), target);
+      plan.check(*t);
+      return plan.describe();
+    } catch (const error& e) {
+      return "none (" + detail::unprefixed(e) + "); the call would fail";
+    }
   };
   for (std::size_t s = 0; s < inputs.size(); ++s)
     for (std::size_t i = 0; i < inputs[s].size(); ++i) {
@@ -298,31 +307,19 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_input(const selection_rules& rules,
 template <class F>
 decltype(auto) preparing_input(const operator_info& op, std::size_t slot, const Variable& v,
                                const kernel_key& kernel, F&& f) {
-  auto context = [&](const error& e) {
-    return "operator '" + std::string(op.name()) + "' input " + std::string(op.inputs()[slot]) + " ('" +
-           v.name() + "') for kernel " + kernel.to_string() + ": " + detail::unprefixed(e);
-  };
-  try {
-    return std::forward<F>(f)();
-  } catch (const not_registered& e) {
-    throw not_registered(context(e));
-  } catch (const parse_error& e) {
-    throw parse_error(context(e));
-  } catch (const registration_error& e) {
-    throw registration_error(context(e));
-  } catch (const error& e) {
-    throw error(context(e));
-  }
+  return detail::preparing_input(op.name(), op.inputs()[slot], v.name(), kernel, std::forward<F>(f));
 }
 
 namespace detail {
-// Whether output `out` has sequence offsets that a run clears: it has some and is not one of
-// the operator's inputs.
-inline bool lod_to_clear(const Variable* out, std::span<Variable* const> inputs) noexcept {
-  if (out == nullptr || !out->is<LoDTensor>() || out->get<LoDTensor>().lod().empty()) return false;
+// Whether output `out` holds sequence offsets.
+inline bool has_lod(const Variable* out) noexcept {
+  return out != nullptr && out->is<LoDTensor>() && !out->get<LoDTensor>().lod().empty();
+}
+// Whether variable `v` is one of the operator's inputs.
+inline bool is_input(const Variable* v, std::span<Variable* const> inputs) noexcept {
   for (const Variable* in : inputs)
-    if (in == out) return false;
-  return true;
+    if (in == v) return true;
+  return false;
 }
 
 // Offsets taken off an output for a run, and its version after they were.
@@ -332,12 +329,12 @@ struct taken_lod {
   lod offsets;
 };
 
-// Takes the offsets off each output that has some to clear (its version moves on).
+// Takes the offsets off each output that has some and is not an input (its version moves on).
 inline std::vector<taken_lod> take_output_lods(std::span<Variable* const> outputs,
                                                std::span<Variable* const> inputs) {
   std::vector<taken_lod> taken;
   for (Variable* out : outputs)
-    if (lod_to_clear(out, inputs)) {
+    if (has_lod(out) && !is_input(out, inputs)) {
       lod offsets = out->get_mutable<LoDTensor>().take_lod();
       taken.push_back({out, out->version(), std::move(offsets)});
     }
@@ -358,34 +355,61 @@ inline void give_back_untouched(std::vector<taken_lod>& taken) noexcept {
     }
 }
 
-// run_kernel_clearing_lods where some output has offsets to clear.
-template <class F>
-[[gnu::noinline]] void run_kernel_with_lods_taken(std::span<Variable* const> outputs,
-                                                  std::span<Variable* const> inputs, F&& kernel) {
+// After a kernel that ran: an output that is also an input kept its offsets, which must still
+// fit its rows. A kernel that gave it a tensor of other rows (assigned through output(), or
+// reshaped through the Tensor it is) without setting its offsets is an error naming the
+// operator and the kernel; the offsets are taken off first, so that no sequence kernel reads
+// past its rows.
+inline void check_kept_lods(std::span<Variable* const> outputs, std::span<Variable* const> inputs,
+                            const execution_context& context) {
+  for (Variable* out : outputs)
+    if (has_lod(out) && is_input(out, inputs)) {
+      const LoDTensor& t = out->get<LoDTensor>();
+      try {
+        t.check_lod(t.lod());
+      } catch (const error& e) {
+        out->get_mutable<LoDTensor>().take_lod();
+        try {
+          throw error("output '" + out->name() +
+                      "', also an input, keeps its sequence offsets, which its tensor no longer fits (" +
+                      unprefixed(e) + "): a kernel that changes its rows sets its offsets (set_output)");
+        } catch (...) {
+          rethrow_naming_operator(context);
+        }
+      }
+    }
+}
+
+// run_kernel_clearing_lods where some output has offsets.
+[[gnu::noinline]] inline void run_kernel_with_lods(const kernel_entry& entry, execution_context& context,
+                                                   std::span<Variable* const> outputs,
+                                                   std::span<Variable* const> inputs) {
   std::vector<taken_lod> taken = take_output_lods(outputs, inputs);
   try {
-    std::forward<F>(kernel)();
+    entry(context);
   } catch (...) {
     give_back_untouched(taken);
     throw;
   }
+  check_kept_lods(outputs, inputs, context);
 }
 }  // namespace detail
 
-// Runs `kernel` (the call of an operator's kernel) with its outputs' sequence offsets
-// cleared, so that an output never keeps the LoD of an earlier run: a kernel sets them
-// (set_output, share_lod). An output that is also one of the operator's inputs keeps them, as
-// they are this run's input. Outputs without offsets are not touched (their version does not
-// move). If the kernel throws, every output it did not write gets its offsets back: a failed
-// operator leaves its outputs as they were. The runtime call and both executor paths run
-// kernels through here.
-template <class F>
-[[gnu::always_inline]] inline void run_kernel_clearing_lods(std::span<Variable* const> outputs,
-                                                            std::span<Variable* const> inputs, F&& kernel) {
+// Runs the kernel `entry` on `context` with its outputs' sequence offsets cleared, so that an
+// output never keeps the LoD of an earlier run: a kernel sets them (set_output, share_lod). An
+// output that is also one of the operator's inputs keeps them, as they are this run's input,
+// and they must still fit it after the kernel (detail::check_kept_lods). Outputs without
+// offsets are not touched (their version does not move). If the kernel throws, every output
+// it did not write gets its offsets back: a failed operator leaves its outputs as they were.
+// The runtime call and both executor paths run kernels through here.
+[[gnu::always_inline]] inline void run_kernel_clearing_lods(const kernel_entry& entry,
+                                                            execution_context& context,
+                                                            std::span<Variable* const> outputs,
+                                                            std::span<Variable* const> inputs) {
   for (const Variable* out : outputs)
-    if (detail::lod_to_clear(out, inputs)) [[unlikely]]
-      return detail::run_kernel_with_lods_taken(outputs, inputs, std::forward<F>(kernel));
-  std::forward<F>(kernel)();
+    if (detail::has_lod(out)) [[unlikely]]
+      return detail::run_kernel_with_lods(entry, context, outputs, inputs);
+  entry(context);
 }
 
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
@@ -436,7 +460,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op
   execution_context context(op.name(), op.inputs(), op.outputs(), device, choice.chosen,
                             {all.first(first_output), input_offsets},
                             {all.subspan(first_output), output_offsets}, attrs);
-  run_kernel_clearing_lods(given_outputs, given_inputs, [&] { (*choice.entry)(context); });
+  run_kernel_clearing_lods(*choice.entry, context, given_outputs, given_inputs);
   return choice;
 }
 #endif

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "fluidk/detail/fallback_log.hpp"
+#include "fluidk/detail/error_context.hpp"
 #include "fluidk/detail/pack.hpp"
 #include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/operator.hpp"
@@ -207,17 +208,20 @@ struct static_input_plan {
       rules_of<Op>.exempt(Slot) || (!needs_transform(from, to) && !Kernel::place_t::has_device_id);
 };
 
-// One input of a static call as the kernel needs it. When it passes through, the kernel
-// reads the caller's tensor itself: no copy, not even of the handle, so that such a call
-// costs what calling the kernel directly costs.
-template <class Target, bool PassThrough, class In>
+// One input of a static call (input slot Slot of operator Op, for kernel Kernel) as the
+// kernel needs it. When it passes through, the kernel reads the caller's tensor itself: no
+// copy, not even of the handle, so that such a call costs what calling the kernel directly
+// costs. A transform that fails names the operator, the input and the kernel, as on the
+// runtime path.
+template <class Target, bool PassThrough, class In, class Op, class Kernel, std::size_t Slot>
 class prepared_input {
  public:
   [[gnu::always_inline]] prepared_input(const In& in, int device) {
     if constexpr (PassThrough)
       held_ = &in.tensor();
     else
-      held_ = fluidk::transform<Target>(in, device).tensor();
+      held_ = detail::preparing_input(Op::name, Op::inputs[Slot], {}, Kernel::key(device),
+                                      [&] { return fluidk::transform<Target>(in, device).tensor(); });
   }
   // Computed on each call rather than stored, so that the object may be copied or moved.
   const Tensor* get() const noexcept {
@@ -232,8 +236,8 @@ class prepared_input {
 };
 
 // An input left out: the kernel's argument is empty.
-template <class Target, bool PassThrough>
-class prepared_input<Target, PassThrough, no_input_t> {
+template <class Target, bool PassThrough, class Op, class Kernel, std::size_t Slot>
+class prepared_input<Target, PassThrough, no_input_t, Op, Kernel, Slot> {
  public:
   [[gnu::always_inline]] prepared_input(const no_input_t&, int) noexcept {}
   const Tensor* get() const noexcept { return nullptr; }
@@ -242,11 +246,11 @@ class prepared_input<Target, PassThrough, no_input_t> {
 template <class Op, class Kernel, std::size_t Slot, class In>
 struct prepared_input_of {
   using plan = static_input_plan<Op, Kernel, Slot, In>;
-  using type = prepared_input<typename plan::target, plan::pass_through, In>;
+  using type = prepared_input<typename plan::target, plan::pass_through, In, Op, Kernel, Slot>;
 };
 template <class Op, class Kernel, std::size_t Slot>
 struct prepared_input_of<Op, Kernel, Slot, no_input_t> {
-  using type = prepared_input<void, true, no_input_t>;
+  using type = prepared_input<void, true, no_input_t, Op, Kernel, Slot>;
 };
 
 template <class Kernel, class Target>

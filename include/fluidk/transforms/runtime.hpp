@@ -49,6 +49,11 @@ class transform_plan {
   // src's buffer (relabelled from ANY_LAYOUT when the target names a layout).
   Tensor apply(const Tensor& src) const;
 
+  // Throws what apply would throw for `src` before any step runs, and allocates nothing:
+  // data of ANY_LAYOUT whose rank does not fit the layout it is read as, a tensor that holds
+  // no data, a result too large to count. (What explain and apply check.)
+  void check(const Tensor& src) const;
+
   // The bytes a run of this plan moves (reads plus writes) for a tensor of `numel` elements.
   std::size_t bytes_moved(std::int64_t numel) const noexcept { return cost_ * std::size_t(numel); }
   // The bytes its copies between places write for a tensor of this shape: the storage each
@@ -70,9 +75,16 @@ class transform_plan {
   std::size_t cost_ = 0;
 };
 #if FLUIDK_DETAIL_RUNTIME_HERE
-FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform_plan::apply(const Tensor& src) const {
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transform_plan::check(const Tensor& src) const {
   if (!src.initialized() && !steps_.empty())
     throw error("transform of a tensor that holds no data (" + describe() + ")");
+  detail::check_read_as(src.dims(), src.layout(), relabel_);
+  for (const transform_plan_step& step : steps_)
+    (void)storage_bytes_of(src.dims(), step.to.dtype(), step.to.layout(), step.to.place());
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Tensor transform_plan::apply(const Tensor& src) const {
+  check(src);
   Tensor current = src;
   if (relabel_ != current.layout()) current.set_layout(relabel_);
   for (const transform_plan_step& step : steps_) {

@@ -229,7 +229,10 @@ typed_tensor<typename To::place_t, typename To::dtype_t, transform_result_layout
     return result_type::unchecked(src.tensor());  // nothing to do, and nothing to check at run time
   } else {
     Tensor current = src.tensor();
-    if constexpr (start != data_layout_of<L>) current.set_layout(start);  // ANY_LAYOUT read as NCHW or NC
+    if constexpr (start != data_layout_of<L>) {  // ANY_LAYOUT read as NCHW or NC
+      detail::check_read_as(current.dims(), data_layout_of<L>, start);
+      current.set_layout(start);
+    }
     // The chain works on place kinds; a tensor on another device of the target kind moves
     // there, before the chain when it widens the elements on that place and after it
     // otherwise, so that the fewer bytes cross (as the runtime planner, which sees devices,
