@@ -152,6 +152,13 @@ TEMPLATE_LIST_TEST_CASE("mul and fc on the device: against the CPU kernels; a sl
   compare<T>(scope, "fc", "Out", product_tolerance<T>());
   run_both(scope, "fc", {{"Input", {"part"}}, {"W", {"w"}}}, {"Out"}, "fc_part");
   compare<T>(scope, "fc_part", "Out", product_tolerance<T>());
+  // Fluid's activation_type relu, after the bias, on the device too.
+  run_both(scope, "fc", {{"Input", {"x"}}, {"W", {"w"}}, {"Bias", {"b"}}}, {"Out"}, "fc_relu",
+           {{"activation_type", std::string("relu")}});
+  compare<T>(scope, "fc_relu", "Out", product_tolerance<T>());
+  const std::vector<T> relu_dev = values<T>(scope.get("fc_relu_Out_dev"));
+  CHECK(std::none_of(relu_dev.begin(), relu_dev.end(), [](T v) { return v < T(0); }));
+  CHECK(std::count(relu_dev.begin(), relu_dev.end(), T(0)) > 0);
   run_both(scope, "mul", {{"X", {"x"}}, {"Y", {"w"}}}, {"Out"}, "mul3", {{"x_num_col_dims", 1}});
   compare<T>(scope, "mul3", "Out", product_tolerance<T>());
   // An empty sum (K = 0): zeros, or the bias on every row.
@@ -255,8 +262,16 @@ TEMPLATE_LIST_TEST_CASE("fill_constant and uniform_random on the device: the CPU
   compare<T>(scope, "fill", "Out", 0);
   run_both(scope, "uniform_random", {}, {"Out"}, "uniform",
            {{"shape", std::vector<std::int64_t>{1000}}, {"seed", std::int64_t(3)}, {"dtype", dtype}});
-  // The same draw; lo + (hi - lo) * u may be contracted into one fma on the device.
-  compare<T>(scope, "uniform", "Out", std::is_same_v<T, float> ? 1e-6 : 1e-15);
+  // The same draw, bit for bit (lo + (hi - lo) * u is one fma on every device: it once
+  // differed in the last bit of a fifth of the draws on OpenCL, which fused it alone).
+  compare<T>(scope, "uniform", "Out", 0);
+  run_both(scope, "uniform_random", {}, {"Out"}, "uniform_narrow",
+           {{"shape", std::vector<std::int64_t>{4096}},
+            {"seed", std::int64_t(7)},
+            {"min", 0.1},
+            {"max", 0.7},
+            {"dtype", dtype}});
+  compare<T>(scope, "uniform_narrow", "Out", 0);
   run_both(scope, "uniform_random", {}, {"Out"}, "uniform_empty",
            {{"shape", std::vector<std::int64_t>{0, 4}}, {"dtype", dtype}});
   CHECK(scope.get("uniform_empty_Out_dev").get<LoDTensor>().numel() == 0);

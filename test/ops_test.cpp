@@ -102,8 +102,12 @@ std::vector<long double> naive_conv(const Tensor& x, const Tensor& w, const conv
   const auto& wd = w.dims();
   const std::int64_t n = xd[0], ch = xd[1], h = xd[2], wi = xd[3], oc = wd[0], cg = wd[1], kh = wd[2],
                      kw = wd[3];
-  const std::int64_t oh = (h + 2 * c.paddings[0] - (c.dilations[0] * (kh - 1) + 1)) / c.strides[0] + 1;
-  const std::int64_t ow = (wi + 2 * c.paddings[1] - (c.dilations[1] * (kw - 1) + 1)) / c.strides[1] + 1;
+  // paddings: 2 (both sides alike) or 4 (top, bottom, left, right), as Fluid's attribute.
+  const bool four = c.paddings.size() == 4;
+  const std::int64_t top = c.paddings[0], bottom = four ? c.paddings[1] : top;
+  const std::int64_t left = four ? c.paddings[2] : c.paddings[1], right = four ? c.paddings[3] : left;
+  const std::int64_t oh = (h + top + bottom - (c.dilations[0] * (kh - 1) + 1)) / c.strides[0] + 1;
+  const std::int64_t ow = (wi + left + right - (c.dilations[1] * (kw - 1) + 1)) / c.strides[1] + 1;
   const std::int64_t ocg = oc / c.groups;
   const std::vector<T> xv = values<T>(x), wv = values<T>(w);
   std::vector<long double> out(std::size_t(n * oc * oh * ow), 0);
@@ -116,8 +120,8 @@ std::vector<long double> naive_conv(const Tensor& x, const Tensor& w, const conv
           for (std::int64_t ci = 0; ci < cg; ++ci)
             for (std::int64_t i = 0; i < kh; ++i)
               for (std::int64_t j = 0; j < kw; ++j) {
-                const std::int64_t iy = y * c.strides[0] - c.paddings[0] + i * c.dilations[0];
-                const std::int64_t ix = z * c.strides[1] - c.paddings[1] + j * c.dilations[1];
+                const std::int64_t iy = y * c.strides[0] - top + i * c.dilations[0];
+                const std::int64_t ix = z * c.strides[1] - left + j * c.dilations[1];
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wi) continue;
                 acc += (long double)xv[std::size_t(((b * ch + g * cg + ci) * h + iy) * wi + ix)] *
                        wv[std::size_t(((o * cg + ci) * kh + i) * kw + j)];
@@ -225,6 +229,74 @@ TEST_CASE("conv2d rejects shapes and attributes that do not fit, naming the oper
                       Catch::Contains("operator 'conv2d': the dilations, paddings and filter [2, 4, 3, 3] on "
                                       "Input [1, 4, 5, 5] make positions that overflow a 64-bit integer"));
   }
+  CHECK_FALSE(scope.get("y").initialized());
+}
+
+TEST_CASE("conv2d: Fluid's padding_algorithm and four paddings, on every CPU kernel", "[ops][conv2d]") {
+  struct padding_case {
+    conv_case given;        // the attributes given
+    std::string algorithm;  // padding_algorithm
+    conv_case same_as;      // explicit attributes of the same convolution (Fluid's paddings)
+    dims output;
+  };
+  const std::vector<padding_case> cases{
+      // SAME, stride 1: an output of the input's size.
+      {{{1, 2, 5, 5}, {3, 2, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1},
+       "SAME",
+       {{1, 2, 5, 5}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+       {1, 3, 5, 5}},
+      // SAME, stride 2: ceil(size / 2), the odd padding at the end; dilations become 1.
+      {{{1, 3, 8, 7}, {4, 3, 3, 2}, {2, 2}, {5, 5}, {2, 2}, 1},
+       "SAME",
+       {{1, 3, 8, 7}, {4, 3, 3, 2}, {2, 2}, {0, 1, 0, 1}, {1, 1}, 1},
+       {1, 4, 4, 4}},
+      // VALID: the paddings given are ignored.
+      {{{2, 2, 6, 5}, {2, 1, 3, 3}, {1, 2}, {2, 2}, {1, 1}, 2},
+       "VALID",
+       {{2, 2, 6, 5}, {2, 1, 3, 3}, {1, 2}, {0, 0}, {1, 1}, 2},
+       {2, 2, 4, 2}},
+      // EXPLICIT with four values: top, bottom, left, right.
+      {{{1, 4, 5, 6}, {8, 4, 2, 3}, {1, 1}, {1, 0, 2, 1}, {1, 2}, 1},
+       "EXPLICIT",
+       {{1, 4, 5, 6}, {8, 4, 2, 3}, {1, 1}, {1, 0, 2, 1}, {1, 2}, 1},
+       {1, 8, 5, 5}},
+  };
+  for (const padding_case& p : cases) {
+    INFO(p.algorithm << ", input " << p.given.input << ", paddings given " << p.given.paddings.size());
+    Scope scope;
+    scope.var("x").set(LoDTensor(random_tensor<float>(p.given.input, -1, 1, data_layout::nchw)));
+    scope.var("w").set(LoDTensor(random_tensor<float>(p.given.filter)));
+    attribute_map attrs = conv_attrs(p.given);
+    attrs.set("padding_algorithm", p.algorithm);
+    const slot_names in{{"Input", {"x"}}, {"Filter", {"w"}}};
+    run_rt(scope, "conv2d", in, {{"Output", {"plain"}}}, attrs);
+    const LoDTensor& plain = scope.get("plain").get<LoDTensor>();
+    CHECK(plain.dims() == p.output);
+    check_close(
+        values<float>(plain),
+        naive_conv<float>(scope.get("x").get<LoDTensor>(), scope.get("w").get<LoDTensor>(), p.same_as), 1e-4);
+#if FLUIDK_OPS_ONEDNN
+    attrs.set("use_onednn", true);
+    run_rt(scope, "conv2d", in, {{"Output", {"dnn"}}}, attrs);
+    const Tensor back =
+        transform(scope.get("dnn").get<LoDTensor>().tensor(),
+                  kernel_key{cpu_place, data_type::float32, data_layout::nchw, library_type::plain});
+    CHECK(back.dims() == p.output);
+    check_close(values<float>(back), values<float>(plain), 1e-4);
+#endif
+  }
+  // What Fluid's conv2d does not take, or these kernels cannot read, is refused by name.
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor<float>({1, 4, 5, 5})));
+  scope.var("w").set(LoDTensor(random_tensor<float>({2, 4, 3, 3})));
+  const slot_names in{{"Input", {"x"}}, {"Filter", {"w"}}}, out{{"Output", {"y"}}};
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out, {{"padding_algorithm", std::string("FULL")}}),
+                    Catch::Contains("operator 'conv2d': padding_algorithm must be \"EXPLICIT\", \"SAME\" or "
+                                    "\"VALID\", not \"FULL\""));
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out, {{"data_format", std::string("NHWC")}}),
+                    Catch::Contains("operator 'conv2d': data_format must be \"NCHW\" or \"AnyLayout\""));
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out, {{"paddings", std::vector<std::int32_t>{1, 1, 1}}}),
+                    Catch::Contains("attribute 'paddings' needs 2 values (both sides alike) or 4"));
   CHECK_FALSE(scope.get("y").initialized());
 }
 
@@ -411,6 +483,35 @@ TEMPLATE_TEST_CASE("fc, plain CPU: Input x W + Bias against a naive product; Bia
   CHECK_FALSE(scope.get("out").initialized());
   run_rt(scope, "fc", {{"Input", {"in"}}, {"W", {"w"}}, {"Bias", {"nothing"}}}, {{"Out", {"out"}}});
   CHECK(scope.get("out").get<LoDTensor>().dims() == dims{6, 4});
+}
+
+TEST_CASE("fc: Fluid's activation_type relu, after the bias, on every CPU kernel", "[ops][fc]") {
+  Scope scope;
+  scope.var("in").set(LoDTensor(random_tensor<float>({6, 5})));
+  scope.var("w").set(LoDTensor(random_tensor<float>({5, 4})));
+  scope.var("b").set(LoDTensor(random_tensor<float>({4})));
+  const slot_names in{{"Input", {"in"}}, {"W", {"w"}}, {"Bias", {"b"}}};
+  run_rt(scope, "fc", in, {{"Out", {"linear"}}});
+  const std::vector<float> linear = values<float>(scope.get("linear"));
+  REQUIRE(std::count_if(linear.begin(), linear.end(), [](float v) { return v < 0; }) > 0);
+  std::vector<float> expected = linear;
+  for (float& v : expected) v = std::max(v, 0.0f);
+  attribute_map attrs{{"activation_type", std::string("relu")}};
+  run_rt(scope, "fc", in, {{"Out", {"plain"}}}, attrs);
+  CHECK(values<float>(scope.get("plain")) == expected);
+#if FLUIDK_OPS_ONEDNN
+  attrs.set("use_onednn", true);
+  run_rt(scope, "fc", in, {{"Out", {"dnn"}}}, attrs);
+  const std::vector<float> dnn = values<float>(scope.get("dnn"));
+  check_close(dnn, std::vector<long double>(expected.begin(), expected.end()), 1e-5);
+  CHECK(std::none_of(dnn.begin(), dnn.end(), [](float v) { return v < 0; }));
+#endif
+  // Fluid's fc takes "" and "relu" only; another is refused, not ignored (it once was).
+  CHECK_THROWS_WITH(
+      run_rt(scope, "fc", in, {{"Out", {"sigmoid"}}}, {{"activation_type", std::string("sigmoid")}}),
+      Catch::Contains("operator 'fc': activation_type must be \"\" (none) or \"relu\", as in "
+                      "Fluid, not \"sigmoid\""));
+  CHECK_FALSE(scope.get("sigmoid").initialized());
 }
 
 #if FLUIDK_OPS_ONEDNN

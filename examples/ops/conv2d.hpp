@@ -1,6 +1,9 @@
 // conv2d (Input [N, C, H, W], Filter [OC, C / groups, KH, KW] -> Output [N, OC, OH, OW]) with
-// Fluid's attributes strides, paddings, dilations (2 ints each; default 1, 0, 1) and groups
-// (default 1).
+// Fluid's attributes strides, dilations (2 ints each; default 1, 1), paddings (2 ints, or 4:
+// top, bottom, left, right; default 0), padding_algorithm ("EXPLICIT", the default: the
+// paddings given; "SAME": an output of ceil(size / stride), padded as Fluid pads it, dilations
+// 1; "VALID": no padding), groups (default 1) and data_format ("NCHW" or "AnyLayout": the
+// dims are always [N, C, H, W], whatever the layout of the data).
 //
 // Kernels:
 //   CPU plain, float and double: im2col and a blocked GEMM, in NCHW (the kernel is declared
@@ -48,7 +51,9 @@ struct conv2d_geometry {
   std::int64_t oc, kh, kw;  // filter: [oc, c / groups, kh, kw]
   std::int64_t oh, ow;      // output
   std::int64_t groups;
-  std::array<std::int64_t, 2> strides, paddings, dilations;
+  std::array<std::int64_t, 2> strides, dilations;
+  std::array<std::int64_t, 2> paddings;      // before each axis: top, left
+  std::array<std::int64_t, 2> paddings_end;  // after it: bottom, right
 
   dims output_dims() const { return {n, oc, oh, ow}; }
 
@@ -67,8 +72,8 @@ struct conv2d_geometry {
     g.kw = filter.dims()[3];
     g.groups = detail::int_attr(ctx, "groups", 1);
     g.strides = detail::ints_attr<2>(ctx, "strides", {1, 1});
-    g.paddings = detail::ints_attr<2>(ctx, "paddings", {0, 0});
     g.dilations = detail::ints_attr<2>(ctx, "dilations", {1, 1});
+    g.set_paddings(ctx);
     require(g.groups >= 1 && g.c % g.groups == 0 && g.oc % g.groups == 0, ctx,
             "groups (" + std::to_string(g.groups) + ") must divide the input channels (" +
                 std::to_string(g.c) + ") and the output channels (" + std::to_string(g.oc) + ")");
@@ -78,7 +83,7 @@ struct conv2d_geometry {
     for (int i = 0; i < 2; ++i) {
       require(g.strides[i] >= 1, ctx, "strides must be positive");
       require(g.dilations[i] >= 1, ctx, "dilations must be positive");
-      require(g.paddings[i] >= 0, ctx, "paddings must not be negative");
+      require(g.paddings[i] >= 0 && g.paddings_end[i] >= 0, ctx, "paddings must not be negative");
     }
     require(g.kh > 0 && g.kw > 0, ctx, "the filter " + filter.dims().to_string() + " has no taps");
     // Per axis: the filter's extent, dilation * (k - 1) + 1, and the padded input, size + 2 *
@@ -90,7 +95,7 @@ struct conv2d_geometry {
       std::int64_t twice = 0;
       const bool overflows = checked_mul(g.dilations[i], taps[i] - 1, extent[i]) ||
                              checked_add(extent[i], std::int64_t(1), extent[i]) ||
-                             checked_mul(g.paddings[i], std::int64_t(2), padded[i]) ||
+                             checked_add(g.paddings[i], g.paddings_end[i], padded[i]) ||
                              checked_add(padded[i], size[i], padded[i]) ||
                              checked_mul(padded[i], std::int64_t(2), twice);
       require(!overflows, ctx,
@@ -103,6 +108,48 @@ struct conv2d_geometry {
     g.oh = (padded[0] - extent[0]) / g.strides[0] + 1;
     g.ow = (padded[1] - extent[1]) / g.strides[1] + 1;
     return g;
+  }
+
+ private:
+  // The paddings of each axis, as Fluid's UpdatePaddingAndDilation sets them; strides, the
+  // input and the filter sizes are read first.
+  void set_paddings(const execution_context& ctx) {
+    using detail::require;
+    const std::string format = ctx.attr_or<std::string>("data_format", "NCHW");
+    require(format == "NCHW" || format == "AnyLayout", ctx,
+            "data_format must be \"NCHW\" or \"AnyLayout\" (Input's dims are [N, C, H, W] whatever its "
+            "layout), not \"" +
+                format + "\"");
+    const std::string algorithm = ctx.attr_or<std::string>("padding_algorithm", "EXPLICIT");
+    require(algorithm == "EXPLICIT" || algorithm == "SAME" || algorithm == "VALID", ctx,
+            "padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\", not \"" + algorithm + "\"");
+    paddings = paddings_end = {0, 0};
+    if (algorithm == "VALID") return;
+    if (algorithm == "SAME") {
+      const std::int64_t size[2] = {h, w}, taps[2] = {kh, kw};
+      for (int i = 0; i < 2; ++i) {
+        require(strides[i] >= 1, ctx, "strides must be positive");
+        const std::int64_t out = size[i] == 0 ? 0 : (size[i] - 1) / strides[i] + 1;  // ceil(size / stride)
+        std::int64_t reach = 0;  // (out - 1) * stride + taps: at most size - 1 + taps
+        require(!checked_add(std::max<std::int64_t>(out - 1, 0) * strides[i], taps[i], reach), ctx,
+                "the filter's size overflows a 64-bit integer");
+        const std::int64_t sum = std::max<std::int64_t>(reach - size[i], 0);
+        paddings[i] = sum / 2;
+        paddings_end[i] = sum - sum / 2;
+        dilations[i] = 1;
+      }
+      return;
+    }
+    const attribute* given = ctx.attributes().find("paddings");
+    if (given == nullptr) return;
+    const std::vector<std::int64_t> p = detail::int_list(ctx, "paddings", *given);
+    require(p.size() == 2 || p.size() == 4, ctx,
+            "attribute 'paddings' needs 2 values (both sides alike) or 4 (top, bottom, left, right), but "
+            "has " +
+                std::to_string(p.size()));
+    paddings =
+        p.size() == 2 ? std::array<std::int64_t, 2>{p[0], p[1]} : std::array<std::int64_t, 2>{p[0], p[2]};
+    paddings_end = p.size() == 2 ? paddings : std::array<std::int64_t, 2>{p[1], p[3]};
   }
 };
 
@@ -245,7 +292,7 @@ struct conv2d_onednn {
             {g.strides[0], g.strides[1]},
             {g.dilations[0] - 1, g.dilations[1] - 1},
             {g.paddings[0], g.paddings[1]},
-            {g.paddings[0], g.paddings[1]}};
+            {g.paddings_end[0], g.paddings_end[1]}};
   }
 
   // The primitive: created with the format `any` for source, weights and destination, and
@@ -346,6 +393,9 @@ struct conv2d_cudnn {
     cudnn_require(cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, i32(g.oc), i32(g.c / g.groups),
                                              i32(g.kh), i32(g.kw)),
                   ctx, "cudnnSetFilter4dDescriptor");
+    detail::require(g.paddings == g.paddings_end, ctx,
+                    "cuDNN pads both sides of an axis alike: these paddings (as SAME gives for this shape, "
+                    "or four given) differ, which the CPU kernels take");
     cudnn_require(cudnnSetConvolution2dDescriptor(d.conv, i32(g.paddings[0]), i32(g.paddings[1]),
                                                   i32(g.strides[0]), i32(g.strides[1]), i32(g.dilations[0]),
                                                   i32(g.dilations[1]), CUDNN_CROSS_CORRELATION, type),

@@ -1,7 +1,8 @@
 // fc (Input, W, Bias -> Out): Fluid's fully connected layer, Out = Input x W + Bias. Input is
 // read as a matrix by its first in_num_col_dims dimensions (default 1) and the rest; W is
 // [K, N]; Bias, optional, is [N] or [1, N] and added to every row. Out has Input's leading
-// dimensions and N, and its sequence offsets.
+// dimensions and N, and its sequence offsets. The string attribute activation_type is, as in
+// Fluid, "" (none, the default) or "relu", applied after the bias.
 //
 // Kernels: CPU plain (float, double: a blocked GEMM), CPU oneDNN (float: the inner product
 // primitive, its weights reordered into the format oneDNN asks for), CUDA (float, double:
@@ -34,9 +35,18 @@
 
 namespace fluidk::ops {
 
+namespace detail {
+// fc's activation on the host, over its m x n results.
+template <class T>
+void relu_in_place(T* y, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) y[i] = relu_of(y[i]);
+}
+}  // namespace detail
+
 struct fc_geometry {
   std::int64_t m, k, n;
   bool bias;
+  bool relu;  // activation_type "relu"
   dims out;
 
   static fc_geometry of(const execution_context& ctx, const Tensor& input, const Tensor& w) {
@@ -59,6 +69,11 @@ struct fc_geometry {
                       "Bias must be [" + std::to_string(g.n) + "] or [1, " + std::to_string(g.n) + "], not " +
                           b.to_string());
     }
+    const std::string activation = ctx.attr_or<std::string>("activation_type", "");
+    detail::require(
+        activation.empty() || activation == "relu", ctx,
+        "activation_type must be \"\" (none) or \"relu\", as in Fluid, not \"" + activation + "\"");
+    g.relu = activation == "relu";
     std::vector<std::int64_t> out(input.dims().begin(), input.dims().begin() + in_cols);
     out.push_back(g.n);
     g.out = dims(std::span<const std::int64_t>(out));
@@ -80,6 +95,7 @@ struct fc_cpu {
       for (std::int64_t i = 0; i < g.m; ++i) std::copy(b, b + g.n, y + i * g.n);
     }
     detail::gemm<T>(g.m, g.n, g.k, input.data<T>(), g.k, w.data<T>(), g.n, y, g.n, g.bias);
+    if (g.relu) detail::relu_in_place(y, g.m * g.n);
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
@@ -125,6 +141,7 @@ struct fc_onednn {
       ip(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
     }
     dnn.wait();
+    if (g.relu) detail::relu_in_place(out.data<float>(), g.m * g.n);
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
@@ -149,6 +166,9 @@ struct fc_opencl {
     const fc_geometry g = fc_geometry::of(ctx, input, w);
     Tensor out(g.out, data_type::float32, ctx.place());
     detail::opencl_gemm(ctx, g.m, g.n, g.k, input, w, g.bias ? &ctx.input("Bias") : nullptr, out);
+    if (g.relu && out.numel() > 0)  // relu_f32 in place: each work-item reads its element, then writes it
+      detail::opencl_launch(ctx, "relu_f32", std::size_t(out.numel()), 1, detail::cl_arg<float>(out),
+                            detail::cl_buffer(out), cl_ulong(out.numel()));
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };
@@ -177,6 +197,10 @@ struct fc_cuda {
                            ctx, "the bias kernel");
     detail::cublas_gemm<T>(ctx, call, g.m, g.n, g.k, detail::device_data<T>(input), detail::device_data<T>(w),
                            detail::device_data<T>(out), g.bias);
+    if (g.relu)  // in place: each thread reads its element, then writes it
+      detail::cuda_require(cuda_launch::relu<T>(call.stream(), detail::device_data<T>(out),
+                                                detail::device_data<T>(out), g.m * g.n),
+                           ctx, "the relu kernel");
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));
   }
 };

@@ -39,7 +39,7 @@ struct relu_cpu {
     const T* in = x.data<T>();
     T* y = out.data<T>();
     const std::int64_t n = detail::storage_elements(x);
-    for (std::int64_t i = 0; i < n; ++i) y[i] = in[i] > T(0) ? in[i] : T(0);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = detail::relu_of(in[i]);
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };

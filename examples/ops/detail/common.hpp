@@ -56,6 +56,12 @@ inline void require(bool condition, const execution_context& ctx, const std::str
   if (!condition) fail(ctx, what);
 }
 
+// relu of one value, as every relu kernel computes it: v above 0, else 0 (NaN too).
+template <class T>
+constexpr T relu_of(T v) {
+  return v > T(0) ? v : T(0);
+}
+
 // An integer attribute stored as int or int64, or `fallback` when absent.
 inline std::int64_t int_attr(const execution_context& ctx, std::string_view name, std::int64_t fallback) {
   const attribute* a = ctx.attributes().find(name);

@@ -58,7 +58,7 @@ __kernel void uniform_f32(__global float* y, ulong seed, float lo, float hi, ulo
   const size_t i = get_global_id(0);
   if (i >= n) return;
   const float u = (float)(fluidk_mix(seed ^ fluidk_mix(i)) >> 40) * (1.0f / 16777216.0f);
-  const float r = lo + (hi - lo) * u;
+  const float r = fma(hi - lo, u, lo);
   y[i] = r < hi ? r : nextafter(hi, lo);
 }
 

@@ -4,7 +4,7 @@
 // gives the same numbers. Plain C++ with no fluidk header, so that nvcc compiles it too.
 #pragma once
 
-#include <math.h>  // ::nextafterf and ::nextafter, which device code calls too
+#include <math.h>  // ::fmaf, ::fma, ::nextafterf and ::nextafter, which device code calls too
 
 #include <cstdint>
 
@@ -31,16 +31,18 @@ FLUIDK_OPS_HOST_DEVICE inline std::uint64_t bits(std::uint64_t seed, std::uint64
 }
 
 // A value in [lo, hi): lo + (hi - lo) * u with u in [0, 1) on the type's mantissa grid
-// (24 bits for float, 53 for double). That sum rounds up to hi for a u near 1 (about one draw
-// in 2^24 of float in [1, 2)); such a draw is the value just below hi instead.
+// (24 bits for float, 53 for double), as one fused multiply-add: a compiler may fuse that
+// sum on one device and not on another (nvcc and OpenCL do by default, g++ where the target
+// has FMA), so it is fused on all. That sum rounds up to hi for a u near 1 (about one draw in
+// 2^24 of float in [1, 2)); such a draw is the value just below hi instead.
 FLUIDK_OPS_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t i, float lo, float hi) {
   const float u = float(bits(seed, i) >> 40) * (1.0f / 16777216.0f);
-  const float r = lo + (hi - lo) * u;
+  const float r = ::fmaf(hi - lo, u, lo);
   return r < hi ? r : ::nextafterf(hi, lo);
 }
 FLUIDK_OPS_HOST_DEVICE inline double uniform(std::uint64_t seed, std::uint64_t i, double lo, double hi) {
   const double u = double(bits(seed, i) >> 11) * (1.0 / 9007199254740992.0);
-  const double r = lo + (hi - lo) * u;
+  const double r = ::fma(hi - lo, u, lo);
   return r < hi ? r : ::nextafter(hi, lo);
 }
 
