@@ -293,6 +293,43 @@ TEST_CASE("no chain: a clear error naming both keys and the missing axis", "[tra
       Catch::Contains("transform of a tensor that holds no data (cast float->float16 on Place(cpu))"));
 }
 
+TEST_CASE("a CPU transform called on a target of the caller's own checks it before writing",
+          "[transforms][errors][regression]") {
+  // A backend may call run() itself. A target that overlaps the source, of other dims, or of
+  // another layout or data type than the step keeps is refused, and neither tensor changes:
+  // the overlap had scrambled both, the smaller target had been written past (ASan).
+  const Tensor src = random_tensor({1, 3, 2, 2}, data_type::float32, data_layout::nchw, 5);
+  const Tensor before = copy_to(src, cpu_place);
+  Tensor alias = src;  // shares the bytes: the same storage size in NHWC
+  alias.set_layout(data_layout::nhwc);
+  CHECK_THROWS_WITH((layout_transform<cpu, layout::nchw, layout::nhwc>::run(src, alias)),
+                    Catch::Contains("CPU layout transform from Tensor([1, 3, 2, 2], float, NCHW") &&
+                        Catch::Contains("the target overlaps the source, which a transform never writes"));
+  CHECK(same_bytes(src, before));
+  Tensor small({1, 3, 1, 2}, data_type::float32, cpu_place, data_layout_of<layout::nChw8c>);
+  CHECK_THROWS_WITH((layout_transform<cpu, layout::nchw, layout::nChw8c>::run(src, small)),
+                    Catch::Contains("the target must have the source's dims"));
+  Tensor other_layout({1, 3, 2, 2}, data_type::float16, cpu_place, data_layout_of<layout::nChw8c>);
+  CHECK_THROWS_WITH((cast_transform<cpu, float, float16>::run(src, other_layout)),
+                    Catch::Contains("CPU cast") && Catch::Contains("a cast keeps the layout"));
+  Tensor other_type({1, 3, 2, 2}, data_type::float16, cpu_place, data_layout::nhwc);
+  CHECK_THROWS_WITH((layout_transform<cpu, layout::nchw, layout::nhwc>::run(src, other_type)),
+                    Catch::Contains("a layout transform keeps the data type"));
+  CHECK(same_bytes(src, before));
+  // A target of its own that fits: written, and its version moves on (a cache keyed on it
+  // sees the write).
+  Tensor target({1, 3, 2, 2}, data_type::float32, cpu_place, data_layout::nhwc);
+  const std::uint64_t version = target.version();
+  layout_transform<cpu, layout::nchw, layout::nhwc>::run(src, target);
+  CHECK(target.version() != version);
+  CHECK(same_bytes(target, transform(src, kernel_type<cpu, float, layout::nhwc>::key())));
+  // Two halves of one buffer that do not overlap are two tensors like any others.
+  const Tensor both = random_tensor({2, 3, 2, 2}, data_type::float32, data_layout::nchw, 6);
+  Tensor second = both.slice(1, 2);
+  second.set_layout(data_layout::nhwc);
+  CHECK_NOTHROW(layout_transform<cpu, layout::nchw, layout::nhwc>::run(both.slice(0, 1), second));
+}
+
 TEST_CASE("sequence offsets and selected rows survive a transform", "[transforms]") {
   LoDTensor sequences(random_tensor({5, 2}, data_type::float32, data_layout::any, 9), {{0, 2, 5}});
   const LoDTensor moved = transform(sequences, kernel_type<accelerator, float16>::key(0));

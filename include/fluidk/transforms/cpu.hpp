@@ -5,6 +5,7 @@
 // runtime planner's first use).
 #pragma once
 
+#include <string>
 #include <type_traits>
 
 #include "fluidk/transforms/cpu_kernels.hpp"
@@ -20,20 +21,47 @@ constexpr bool cpu_reorderable(data_layout from, data_layout to) noexcept {
          transforms::cpu_kernels::detail::is_4d_layout(to);
 }
 
+// What a CPU transform checks of its target before it writes (a backend may call run() on a
+// target of its own, or on host memory of its own place; fluidk's routes allocate one that
+// passes): both hold data, the target has the source's dims, and its layout or data type where
+// the step keeps it, and it shares no byte with the source, which a transform never writes.
+// An error naming the step and both tensors, and nothing written.
+inline void check_cpu_target(const char* step, const Tensor& src, const Tensor& dst, bool same_layout,
+                             bool same_dtype) {
+  auto refuse = [&](const std::string& why) {
+    throw error(std::string("CPU ") + step + " from " + src.describe() + " into " + dst.describe() + ": " +
+                why);
+  };
+  if (!src.initialized() || !dst.initialized()) refuse("both tensors must hold data");
+  if (dst.dims() != src.dims()) refuse("the target must have the source's dims");
+  if (same_layout && dst.layout() != src.layout()) refuse("a cast keeps the layout");
+  if (same_dtype && dst.dtype() != src.dtype()) refuse("a layout transform keeps the data type");
+  if (dst.shares_buffer_with(src) && dst.offset() < src.offset() + src.storage_bytes() &&
+      src.offset() < dst.offset() + dst.storage_bytes())
+    refuse("the target overlaps the source, which a transform never writes");
+}
+
+inline std::byte* cpu_target(Tensor& dst) {
+  return static_cast<std::byte*>(dst.mutable_handle()) + dst.offset();
+}
+inline const std::byte* cpu_source(const Tensor& src) {
+  return static_cast<const std::byte*>(src.handle()) + src.offset();
+}
+
 inline void cpu_reorder(const Tensor& src, Tensor& dst) {
-  transforms::cpu_kernels::reorder(static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(),
-                                   static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(),
-                                   src.dims(), size_of(src.dtype()));
+  check_cpu_target("layout transform", src, dst, false, true);
+  transforms::cpu_kernels::reorder(cpu_source(src), src.layout(), cpu_target(dst), dst.layout(), src.dims(),
+                                   size_of(src.dtype()));
 }
 inline void cpu_cast(const Tensor& src, Tensor& dst) {
-  transforms::cpu_kernels::cast(static_cast<const std::byte*>(src.handle()) + src.offset(), src.dtype(),
-                                static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.dtype(),
+  check_cpu_target("cast", src, dst, true, false);
+  transforms::cpu_kernels::cast(cpu_source(src), src.dtype(), cpu_target(dst), dst.dtype(),
                                 src.storage_bytes() / size_of(src.dtype()));
 }
 inline void cpu_reorder_cast(const Tensor& src, Tensor& dst) {
-  transforms::cpu_kernels::reorder_cast(
-      static_cast<const std::byte*>(src.handle()) + src.offset(), src.layout(), src.dtype(),
-      static_cast<std::byte*>(dst.handle()) + dst.offset(), dst.layout(), dst.dtype(), src.dims());
+  check_cpu_target("layout transform and cast", src, dst, false, false);
+  transforms::cpu_kernels::reorder_cast(cpu_source(src), src.layout(), src.dtype(), cpu_target(dst),
+                                        dst.layout(), dst.dtype(), src.dims());
 }
 }  // namespace detail
 
