@@ -297,6 +297,23 @@ TEST_CASE("conv2d: Fluid's padding_algorithm and four paddings, on every CPU ker
                     Catch::Contains("operator 'conv2d': data_format must be \"NCHW\" or \"AnyLayout\""));
   CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out, {{"paddings", std::vector<std::int32_t>{1, 1, 1}}}),
                     Catch::Contains("attribute 'paddings' needs 2 values (both sides alike) or 4"));
+  // SAME and VALID check the attributes they then replace, as Fluid does.
+  const std::string same = "SAME";
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out,
+                           {{"padding_algorithm", same}, {"paddings", std::vector<std::int32_t>{1, 1, 1}}}),
+                    Catch::Contains("attribute 'paddings' needs 2 values"));
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out,
+                           {{"padding_algorithm", std::string("VALID")}, {"paddings", std::string("junk")}}),
+                    Catch::Contains("attribute 'paddings' holds string"));
+  CHECK_THROWS_WITH(run_rt(scope, "conv2d", in, out,
+                           {{"padding_algorithm", same}, {"dilations", std::vector<std::int32_t>{0, -3}}}),
+                    Catch::Contains("operator 'conv2d': dilations must be positive"));
+  // An empty axis under SAME: no output (ceil(0 / stride)), refused as the other modes refuse
+  // it; it once gave one row, padded by the whole filter.
+  scope.var("empty").set(LoDTensor(random_tensor<float>({1, 4, 0, 5})));
+  CHECK_THROWS_WITH(
+      run_rt(scope, "conv2d", {{"Input", {"empty"}}, {"Filter", {"w"}}}, out, {{"padding_algorithm", same}}),
+      Catch::Contains("does not fit the padded input"));
   CHECK_FALSE(scope.get("y").initialized());
 }
 

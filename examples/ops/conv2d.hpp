@@ -73,6 +73,10 @@ struct conv2d_geometry {
     g.groups = detail::int_attr(ctx, "groups", 1);
     g.strides = detail::ints_attr<2>(ctx, "strides", {1, 1});
     g.dilations = detail::ints_attr<2>(ctx, "dilations", {1, 1});
+    for (int i = 0; i < 2; ++i) {
+      require(g.strides[i] >= 1, ctx, "strides must be positive");
+      require(g.dilations[i] >= 1, ctx, "dilations must be positive");
+    }
     g.set_paddings(ctx);
     require(g.groups >= 1 && g.c % g.groups == 0 && g.oc % g.groups == 0, ctx,
             "groups (" + std::to_string(g.groups) + ") must divide the input channels (" +
@@ -80,15 +84,10 @@ struct conv2d_geometry {
     require(filter.dims()[1] * g.groups == g.c, ctx,
             "Filter " + filter.dims().to_string() + " does not fit Input " + input.dims().to_string() +
                 " with " + std::to_string(g.groups) + " group(s): Filter's dimension 1 must be C / groups");
-    for (int i = 0; i < 2; ++i) {
-      require(g.strides[i] >= 1, ctx, "strides must be positive");
-      require(g.dilations[i] >= 1, ctx, "dilations must be positive");
-      require(g.paddings[i] >= 0 && g.paddings_end[i] >= 0, ctx, "paddings must not be negative");
-    }
     require(g.kh > 0 && g.kw > 0, ctx, "the filter " + filter.dims().to_string() + " has no taps");
-    // Per axis: the filter's extent, dilation * (k - 1) + 1, and the padded input, size + 2 *
-    // padding, each checked, and twice the padded input too: the positions im2col and the
-    // kernels work out (y * stride + tap * dilation, and the padding taken off) stay below it.
+    // Per axis: the filter's extent, dilation * (k - 1) + 1, and the padded input, size plus
+    // the paddings before and after it, each checked, and twice the padded input too: the positions im2col
+    // and the kernels work out (y * stride + tap * dilation, and the padding taken off) stay below it.
     std::int64_t extent[2], padded[2];
     const std::int64_t size[2] = {g.h, g.w}, taps[2] = {g.kh, g.kw};
     for (int i = 0; i < 2; ++i) {
@@ -111,8 +110,9 @@ struct conv2d_geometry {
   }
 
  private:
-  // The paddings of each axis, as Fluid's UpdatePaddingAndDilation sets them; strides, the
-  // input and the filter sizes are read first.
+  // The paddings of each axis, as Fluid's UpdatePaddingAndDilation sets them (the attribute
+  // is read and checked whatever the algorithm); strides, dilations, the input and the filter
+  // sizes are read and checked first.
   void set_paddings(const execution_context& ctx) {
     using detail::require;
     const std::string format = ctx.attr_or<std::string>("data_format", "NCHW");
@@ -124,32 +124,34 @@ struct conv2d_geometry {
     require(algorithm == "EXPLICIT" || algorithm == "SAME" || algorithm == "VALID", ctx,
             "padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\", not \"" + algorithm + "\"");
     paddings = paddings_end = {0, 0};
-    if (algorithm == "VALID") return;
-    if (algorithm == "SAME") {
-      const std::int64_t size[2] = {h, w}, taps[2] = {kh, kw};
-      for (int i = 0; i < 2; ++i) {
-        require(strides[i] >= 1, ctx, "strides must be positive");
-        const std::int64_t out = size[i] == 0 ? 0 : (size[i] - 1) / strides[i] + 1;  // ceil(size / stride)
-        std::int64_t reach = 0;  // (out - 1) * stride + taps: at most size - 1 + taps
-        require(!checked_add(std::max<std::int64_t>(out - 1, 0) * strides[i], taps[i], reach), ctx,
-                "the filter's size overflows a 64-bit integer");
-        const std::int64_t sum = std::max<std::int64_t>(reach - size[i], 0);
-        paddings[i] = sum / 2;
-        paddings_end[i] = sum - sum / 2;
-        dilations[i] = 1;
-      }
-      return;
+    if (const attribute* given = ctx.attributes().find("paddings")) {
+      const std::vector<std::int64_t> p = detail::int_list(ctx, "paddings", *given);
+      require(p.size() == 2 || p.size() == 4, ctx,
+              "attribute 'paddings' needs 2 values (both sides alike) or 4 (top, bottom, left, right), but "
+              "has " +
+                  std::to_string(p.size()));
+      require(std::all_of(p.begin(), p.end(), [](std::int64_t v) { return v >= 0; }), ctx,
+              "paddings must not be negative");
+      paddings =
+          p.size() == 2 ? std::array<std::int64_t, 2>{p[0], p[1]} : std::array<std::int64_t, 2>{p[0], p[2]};
+      paddings_end = p.size() == 2 ? paddings : std::array<std::int64_t, 2>{p[1], p[3]};
     }
-    const attribute* given = ctx.attributes().find("paddings");
-    if (given == nullptr) return;
-    const std::vector<std::int64_t> p = detail::int_list(ctx, "paddings", *given);
-    require(p.size() == 2 || p.size() == 4, ctx,
-            "attribute 'paddings' needs 2 values (both sides alike) or 4 (top, bottom, left, right), but "
-            "has " +
-                std::to_string(p.size()));
-    paddings =
-        p.size() == 2 ? std::array<std::int64_t, 2>{p[0], p[1]} : std::array<std::int64_t, 2>{p[0], p[2]};
-    paddings_end = p.size() == 2 ? paddings : std::array<std::int64_t, 2>{p[1], p[3]};
+    if (algorithm == "VALID") paddings = paddings_end = {0, 0};
+    if (algorithm != "SAME") return;
+    // ceil(size / stride) outputs; the padding they need, at least 0, its odd unit at the end.
+    // An empty axis needs taps - stride (Fluid's sum, unclamped), which the filter does not
+    // fit: refused below, as in the other modes.
+    const std::int64_t size[2] = {h, w}, taps[2] = {kh, kw};
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t out = size[i] == 0 ? 0 : (size[i] - 1) / strides[i] + 1;
+      std::int64_t reach = 0;  // (out - 1) * stride + taps; (out - 1) * stride is below size
+      require(!checked_add((out - 1) * strides[i], taps[i], reach), ctx,
+              "the filter's size overflows a 64-bit integer");
+      const std::int64_t sum = std::max<std::int64_t>(reach - size[i], 0);
+      paddings[i] = sum / 2;
+      paddings_end[i] = sum - sum / 2;
+      dilations[i] = 1;
+    }
   }
 };
 

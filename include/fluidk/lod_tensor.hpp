@@ -39,6 +39,13 @@ class LoDTensor : public Tensor {
     check_offsets(offsets, initialized() ? std::optional<std::size_t>(rows_of(dims())) : std::nullopt);
   }
 
+  // Whether offsets set before (and so checked) still fit this tensor's rows: only the rows
+  // can have changed under them, through the Tensor it is, and only the last level's end
+  // counts rows. Constant time, where check_lod walks every offset.
+  bool lod_fits_rows() const noexcept {
+    return lod_.empty() || !initialized() || lod_.back().back() == rows_of(dims());
+  }
+
   // Tensor::reshape and share_data_with for a tensor with offsets: refused (nothing changed)
   // when the offsets would not fit the new rows, which a sequence kernel would read past.
   LoDTensor& reshape(const fluidk::dims& shape) {

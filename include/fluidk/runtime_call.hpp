@@ -356,17 +356,20 @@ inline void give_back_untouched(std::vector<taken_lod>& taken) noexcept {
 }
 
 // After a kernel that ran: an output that is also an input kept its offsets, which must still
-// fit its rows. A kernel that gave it a tensor of other rows (assigned through output(), or
-// reshaped through the Tensor it is) without setting its offsets is an error naming the
-// operator and the kernel; the offsets are taken off first, so that no sequence kernel reads
-// past its rows.
-inline void check_kept_lods(std::span<Variable* const> outputs, std::span<Variable* const> inputs,
-                            const execution_context& context) {
+// fit its rows (as must the offsets a kernel set on any output; only the rows can have
+// changed under them, so this costs a comparison per output with offsets). A kernel that gave it a tensor of
+// other rows (assigned through output(), or reshaped through the Tensor it is) without setting its offsets is
+// an error naming the operator and the kernel; the offsets are taken off first, so that no sequence kernel
+// reads past its rows.
+inline void check_kept_lods(std::span<Variable* const> outputs, const execution_context& context) {
   for (Variable* out : outputs)
-    if (has_lod(out) && is_input(out, inputs)) {
+    if (has_lod(out) && !out->get<LoDTensor>().lod_fits_rows()) [[unlikely]] {
       const LoDTensor& t = out->get<LoDTensor>();
       try {
-        t.check_lod(t.lod());
+        t.check_lod(t.lod());  // for its message, which says what does not fit
+        throw error("LoD level " + std::to_string(t.lod().size() - 1) + " ends at " +
+                    std::to_string(t.lod().back().back()) + ", but the tensor has " +
+                    std::to_string(t.dims().rank() > 0 ? t.dims()[0] : 0) + " rows");
       } catch (const error& e) {
         out->get_mutable<LoDTensor>().take_lod();
         try {
@@ -391,7 +394,7 @@ inline void check_kept_lods(std::span<Variable* const> outputs, std::span<Variab
     give_back_untouched(taken);
     throw;
   }
-  check_kept_lods(outputs, inputs, context);
+  check_kept_lods(outputs, context);
 }
 }  // namespace detail
 
