@@ -66,7 +66,17 @@ struct test_failing {
   }
 };
 
+// Its data type from the attribute "dtype", as Fluid's fill_constant.
+struct test_fill {
+  static constexpr std::string_view name = "test_fill";
+  static constexpr std::array<std::string_view, 0> inputs{};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr std::string_view data_type_attribute = "dtype";
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(noop_kernel<float>{}));
+};
+
 const bool registered = [] {
+  register_operator<test_fill>();
   register_operator<test_sum>();
   register_operator<test_lookup_table_grad>();
   register_operator<test_relu>();
@@ -283,6 +293,13 @@ TEST_CASE("append_op: validation", "[program][append_op]") {
     CHECK_THROWS_WITH(block.append_op(sum_of({"a"}).set_attr("use_cudnn", "yes")),
                       "fluidk: operator 'test_sum' attribute 'use_cudnn' holds string, not bool");
     CHECK_NOTHROW(block.append_op(sum_of({"a"}).set_attr("op_device", "cpu").set_attr("use_onednn", false)));
+    // The data-type attribute too, read as dispatch reads it: a kind or a word that dispatch
+    // would refuse was accepted here and failed only when the program ran.
+    CHECK_THROWS_WITH(block.append_op(OpDesc("test_fill").set_output("Out", {"o"}).set_attr("dtype", 5)),
+                      "fluidk: operator 'test_fill' attribute 'dtype' holds int, not string");
+    CHECK_THROWS_WITH(
+        block.append_op(OpDesc("test_fill").set_output("Out", {"o"}).set_attr("dtype", "flaot")),
+        Catch::StartsWith("fluidk: operator 'test_fill' attribute 'dtype': unknown data type 'flaot'"));
   }
   // Every failure above left the block as it was.
   if (block.ops().empty()) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "fluidk/attribute.hpp"
+#include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/dtype.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/operator_registry.hpp"
@@ -471,12 +472,13 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
   };
   check_slots(op.inputs(), info->inputs(), "input");
   check_slots(op.outputs(), info->outputs(), "output");
-  // The attributes dispatch reads for every operator (expected_kernel_key) have a fixed kind.
+  // The attributes dispatch reads (expected_kernel_key) have a fixed kind, read here by the
+  // readers dispatch uses: op_device a string, the library requests bools, and the data-type
+  // attribute a data type's name. (op_device's place is parsed when the operator runs: a
+  // program may name a device kind this build lacks.)
   (void)op.attr_or<std::string>("op_device", {});
-  for_each_library([&](const library_info& library) {
-    for (const std::string_view attribute : library_type(library).request_attributes())
-      (void)op.attr_or<bool>(attribute, false);
-  });
+  (void)library_asked(op.attrs(), op.type());
+  (void)attribute_data_type(op.attrs(), info->data_type_attribute(), op.type());
   for (const auto& [slot, names] : op.inputs())
     for (const std::string& name : names)
       if (find_var_recursive(name) == nullptr)
