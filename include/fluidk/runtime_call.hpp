@@ -356,31 +356,35 @@ inline void give_back_untouched(std::vector<taken_lod>& taken) noexcept {
 }
 
 // After a kernel that ran: an output that is also an input kept its offsets, which must still
-// fit its rows (as must the offsets a kernel set on any output; only the rows can have
-// changed under them, so this costs a comparison per output with offsets). A kernel that gave it a tensor of
-// other rows (assigned through output(), or reshaped through the Tensor it is) without setting its offsets is
-// an error naming the operator and the kernel; the offsets are taken off first, so that no sequence kernel
-// reads past its rows.
-inline void check_kept_lods(std::span<Variable* const> outputs, const execution_context& context) {
-  for (Variable* out : outputs)
-    if (has_lod(out) && !out->get<LoDTensor>().lod_fits_rows()) [[unlikely]] {
-      const LoDTensor& t = out->get<LoDTensor>();
-      try {
-        t.check_lod(t.lod());  // for its message, which says what does not fit
-        throw error("LoD level " + std::to_string(t.lod().size() - 1) + " ends at " +
-                    std::to_string(t.lod().back().back()) + ", but the tensor has " +
-                    std::to_string(t.dims().rank() > 0 ? t.dims()[0] : 0) + " rows");
-      } catch (const error& e) {
-        out->get_mutable<LoDTensor>().take_lod();
-        try {
-          throw error("output '" + out->name() +
-                      "', also an input, keeps its sequence offsets, which its tensor no longer fits (" +
-                      unprefixed(e) + "): a kernel that changes its rows sets its offsets (set_output)");
-        } catch (...) {
-          rethrow_naming_operator(context);
-        }
-      }
+// fit its rows, as must the offsets a kernel set on any output. Only the rows can have changed
+// under them, so this is a comparison per output with offsets. A kernel that gave such an
+// output a tensor of other rows (assigned through output(), or reshaped through the Tensor it
+// is) without setting its offsets is an error naming the operator and the kernel; the offsets
+// are taken off first, so that no sequence kernel reads past its rows.
+[[noreturn, gnu::cold, gnu::noinline]] inline void refuse_kept_lod(Variable* out,
+                                                                   const execution_context& context) {
+  const LoDTensor& t = out->get<LoDTensor>();
+  try {
+    t.check_lod(t.lod());  // for its message, which says what does not fit
+    throw error("LoD level " + std::to_string(t.lod().size() - 1) + " ends at " +
+                std::to_string(t.lod().back().back()) + ", but the tensor has " +
+                std::to_string(t.dims().rank() > 0 ? t.dims()[0] : 0) + " rows");
+  } catch (const error& e) {
+    out->get_mutable<LoDTensor>().take_lod();
+    try {
+      throw error("output '" + out->name() +
+                  "', also an input, keeps its sequence offsets, which its tensor no longer fits (" +
+                  unprefixed(e) + "): a kernel that changes its rows sets its offsets (set_output)");
+    } catch (...) {
+      rethrow_naming_operator(context);
     }
+  }
+}
+[[gnu::always_inline]] inline void check_kept_lods(std::span<Variable* const> outputs,
+                                                   const execution_context& context) {
+  for (Variable* out : outputs)
+    if (has_lod(out) && !out->get<LoDTensor>().lod_fits_rows()) [[unlikely]]
+      refuse_kept_lod(out, context);
 }
 
 // run_kernel_clearing_lods where some output has offsets.
@@ -409,10 +413,16 @@ inline void check_kept_lods(std::span<Variable* const> outputs, const execution_
                                                             execution_context& context,
                                                             std::span<Variable* const> outputs,
                                                             std::span<Variable* const> inputs) {
+  bool kept = false;  // an output that is also an input, with offsets
   for (const Variable* out : outputs)
-    if (detail::has_lod(out)) [[unlikely]]
-      return detail::run_kernel_with_lods(entry, context, outputs, inputs);
+    if (detail::has_lod(out)) [[unlikely]] {
+      if (!detail::is_input(out, inputs))
+        return detail::run_kernel_with_lods(entry, context, outputs, inputs);
+      kept = true;
+    }
   entry(context);
+  if (kept) [[unlikely]]
+    detail::check_kept_lods(outputs, context);
 }
 
 // Runs an operator once on variables, by slot: picks the kernel, transforms each input that
