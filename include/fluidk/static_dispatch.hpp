@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "fluidk/detail/fallback_log.hpp"
 #include "fluidk/detail/error_context.hpp"
+#include "fluidk/detail/fallback_log.hpp"
 #include "fluidk/detail/pack.hpp"
 #include "fluidk/detail/request_attributes.hpp"
 #include "fluidk/operator.hpp"
