@@ -60,6 +60,13 @@ struct memory_ref {
   std::size_t offset = 0;
 };
 
+// Whether `a_bytes` bytes at `a` and `b_bytes` bytes at `b` share a byte: parts of one buffer
+// whose ranges cross.
+constexpr bool overlapping(const memory_ref& a, std::size_t a_bytes, const memory_ref& b,
+                           std::size_t b_bytes) noexcept {
+  return a.handle == b.handle && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
+}
+
 // Specialised by each backend for its place kind:
 //   using context_type = ...;   // derived from device_context, constructible from the device id
 //   static int device_count();   // devices present at run time (0 when none)

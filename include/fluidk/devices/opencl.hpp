@@ -344,7 +344,7 @@ struct copy_traits<opencl, opencl> {
   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
     const bool same_buffer = dst.handle == src.handle;
     if (bytes == 0 || (same_buffer && dst.offset == src.offset)) return;  // nothing moves
-    const bool overlap = same_buffer && dst.offset < src.offset + bytes && src.offset < dst.offset + bytes;
+    const bool overlap = overlapping(dst, bytes, src, bytes);
     if (dst.place == src.place && !overlap) {
       const cl_command_queue queue = context_of<opencl>(dst.place.device()).queue();
       cl_int status = clEnqueueCopyBuffer(queue, detail::opencl_mem(src), detail::opencl_mem(dst), src.offset,

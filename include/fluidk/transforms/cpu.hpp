@@ -36,8 +36,7 @@ inline void check_cpu_target(const char* step, const Tensor& src, const Tensor& 
   if (dst.dims() != src.dims()) refuse("the target must have the source's dims");
   if (same_layout && dst.layout() != src.layout()) refuse("a cast keeps the layout");
   if (same_dtype && dst.dtype() != src.dtype()) refuse("a layout transform keeps the data type");
-  if (dst.shares_buffer_with(src) && dst.offset() < src.offset() + src.storage_bytes() &&
-      src.offset() < dst.offset() + dst.storage_bytes())
+  if (overlapping(dst.memory(), dst.storage_bytes(), src.memory(), src.storage_bytes()))
     refuse("the target overlaps the source, which a transform never writes");
 }
 
