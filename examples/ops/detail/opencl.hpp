@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "ops/detail/common.hpp"
 
@@ -78,21 +79,22 @@ __kernel void gemm_f32(__global const float* a, ulong a_off, __global const floa
 }
 )CLC";
 
-// The program above, built for a context's device once; later calls reuse it.
-inline cl_program opencl_program(const execution_context& ctx, opencl_context& cl) {
+// An OpenCL C program (the one above, or an operator's own source, a string with static
+// storage), built for a context's device once; later calls reuse it.
+inline cl_program opencl_program(const execution_context& ctx, opencl_context& cl,
+                                 const char* source = opencl_source) {
   struct programs {
     std::mutex mutex;
-    std::map<cl_context, cl_program> built;
+    std::map<std::pair<cl_context, const char*>, cl_program> built;
     ~programs() {
       for (auto& [context, program] : built) clReleaseProgram(program);
     }
   };
   static programs cache;
   const std::lock_guard lock(cache.mutex);
-  cl_program& program = cache.built[cl.context()];
+  cl_program& program = cache.built[{cl.context(), source}];
   if (program != nullptr) return program;
   cl_int status = CL_SUCCESS;
-  const char* source = opencl_source;
   cl_program made = clCreateProgramWithSource(cl.context(), 1, &source, nullptr, &status);
   if (status != CL_SUCCESS)
     fail(ctx, "clCreateProgramWithSource on " + cl.place().to_string() + ": " + opencl_error_name(status));
@@ -124,16 +126,16 @@ cl_view<T> cl_arg(const Tensor& t) {
 // The buffer of an output the kernel just made (offset 0).
 inline cl_mem cl_buffer(const Tensor& t) { return static_cast<cl_mem>(t.handle()); }
 
-// Queues kernel `name` of the program with these arguments (cl_view<T> gives two: buffer and
+// Queues kernel `name` of the program built from `source` with these arguments (cl_view<T> gives two: buffer and
 // offset) over a 1-D or 2-D range rounded up to whole work-groups of the implementation's
 // choosing. Errors name the operator and the failing call.
 template <class... Args>
-void opencl_launch(const execution_context& ctx, const char* name, std::size_t global0, std::size_t global1,
-                   const Args&... args) {
+void opencl_launch_from(const execution_context& ctx, const char* source, const char* name,
+                        std::size_t global0, std::size_t global1, const Args&... args) {
   auto& cl = ctx.device_as<opencl_context>();
   cl_int status = CL_SUCCESS;
   // A kernel object per launch: clSetKernelArg on a shared cl_kernel is not thread-safe.
-  cl_kernel kernel = clCreateKernel(opencl_program(ctx, cl), name, &status);
+  cl_kernel kernel = clCreateKernel(opencl_program(ctx, cl, source), name, &status);
   if (status != CL_SUCCESS)
     fail(ctx, std::string("clCreateKernel(") + name + "): " + opencl_error_name(status));
   struct release {
@@ -164,6 +166,13 @@ void opencl_launch(const execution_context& ctx, const char* name, std::size_t g
   if (status != CL_SUCCESS)
     fail(ctx, std::string("clEnqueueNDRangeKernel(") + name + ") on " + cl.place().to_string() + ": " +
                   opencl_error_name(status));
+}
+
+// A kernel of the program above (opencl_source).
+template <class... Args>
+void opencl_launch(const execution_context& ctx, const char* name, std::size_t global0, std::size_t global1,
+                   const Args&... args) {
+  opencl_launch_from(ctx, opencl_source, name, global0, global1, args...);
 }
 
 // Row-major out [m, n] = a [m, k] x b [k, n], plus bias [n] on every row when given (mul's

@@ -1,0 +1,5 @@
+// The CUDA kernels of the network operators of the shape family and their launchers
+// (declared in ops/detail/cuda_launch_shape.hpp): plain CUDA, no fluidk or Boost header.
+#include <cstdint>
+
+#include "ops/detail/cuda_launch_shape.hpp"
