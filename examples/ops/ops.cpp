@@ -17,6 +17,11 @@ void register_all() {
   fluidk::register_operator<crf_decoding>();
   fluidk::register_operator<fill_constant>();
   fluidk::register_operator<uniform_random>();
+  fluidk::register_operator<matmul>();
+  fluidk::register_operator<gemm>();
+  fluidk::register_operator<flatten2>();
+  fluidk::register_operator<reshape2>();
+  fluidk::register_operator<concat>();
 }
 
 }  // namespace fluidk::ops

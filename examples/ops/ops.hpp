@@ -5,15 +5,20 @@
 
 #include <fluidk/runtime_dispatch.hpp>
 
+#include "ops/concat.hpp"
 #include "ops/conv2d.hpp"
 #include "ops/crf_decoding.hpp"
 #include "ops/elementwise_add.hpp"
 #include "ops/fc.hpp"
 #include "ops/fill_constant.hpp"
+#include "ops/flatten2.hpp"
+#include "ops/gemm.hpp"
 #include "ops/lookup_table.hpp"
 #include "ops/lookup_table_grad.hpp"
+#include "ops/matmul.hpp"
 #include "ops/mul.hpp"
 #include "ops/relu.hpp"
+#include "ops/reshape2.hpp"
 #include "ops/softmax_with_cross_entropy.hpp"
 #include "ops/sum.hpp"
 #include "ops/uniform_random.hpp"
