@@ -194,7 +194,7 @@ sanitizer_debug_info=-gline-tables-only
 # configure_fuzz_build: build-fuzz/, the libFuzzer harnesses of test/fuzz (clang++-14 with
 # ASan and UBSan) with the kernels' coverage, for scripts/fuzz (scripts/test runs the harnesses
 # in build-asan/); fuzz_targets names them.
-fuzz_targets=(test/fuzz/fuzz_program_text test/fuzz/fuzz_keys test/fuzz/fuzz_planner)
+fuzz_targets=(test/fuzz/fuzz_program_text test/fuzz/fuzz_keys test/fuzz/fuzz_planner test/fuzz/fuzz_onnx_model)
 configure_fuzz_build() {
   CC=clang-14 CXX=clang++-14 configure_build build-fuzz --buildtype=debugoptimized \
     -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dtests=false -Dexamples=false \

@@ -16,6 +16,7 @@
 // program run entirely on the CPU. Exit status 1 on a mismatch.
 #include <algorithm>
 #include <cmath>
+#include <common/plan_table.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -32,6 +33,9 @@
 namespace {
 
 using namespace fluidk;
+using example::bytes_text;
+using example::print_plan;
+using example::short_name;
 
 constexpr std::int64_t vocabulary = 100'000, embedding_width = 64, hidden_width = 128, tags = 9;
 constexpr std::int64_t image_channels = 3, image_side = 32, filters = 8;
@@ -54,34 +58,6 @@ place pick_accelerator(std::string& about) {
 #endif
   about += "no accelerator: the whole program runs on the CPU";
   return cpu_place;
-}
-
-// "Place(opencl:0)" -> "opencl:0", in a place's name or in a text naming places.
-std::string without_place_prefix(std::string text) {
-  for (std::size_t at = text.find("Place("); at != std::string::npos; at = text.find("Place(", at)) {
-    const std::size_t close = text.find(')', at);
-    if (close == std::string::npos) break;
-    text.erase(close, 1);
-    text.erase(at, 6);
-  }
-  return text;
-}
-std::string short_name(const place& p) { return without_place_prefix(p.to_string()); }
-
-std::string key_text(const kernel_key& k) {
-  return std::string(name_of(k.dtype())) + " " + std::string(name_of(k.layout())) + " " +
-         std::string(name_of(k.library()));
-}
-
-std::string bytes_text(std::uint64_t bytes) {
-  char out[32];
-  if (bytes >= 1'000'000)
-    std::snprintf(out, sizeof out, "%.1f MB", double(bytes) / 1e6);
-  else if (bytes >= 1'000)
-    std::snprintf(out, sizeof out, "%.1f KB", double(bytes) / 1e3);
-  else
-    std::snprintf(out, sizeof out, "%llu B", static_cast<unsigned long long>(bytes));
-  return out;
 }
 
 // The tagger as a program. Inputs and parameters are declared; the outputs of each
@@ -172,23 +148,6 @@ void set_batch(Scope& scope, const std::vector<std::int64_t>& lengths, std::uint
   for (std::int64_t i = 0; i < words.numel(); ++i) words.data<std::int64_t>()[i] = id(rng);
   scope.var("words").set(LoDTensor(words, {offsets}));
   scope.var("image").set(LoDTensor(uniform({1, image_channels, image_side, image_side}, 1.0f, rng)));
-}
-
-void print_plan(const std::vector<op_trace>& trace) {
-  std::printf("  %-2s %-14s %-10s %-26s %s\n", "#", "operator", "runs on", "kernel", "inputs moved");
-  int n = 0;
-  for (const op_trace& t : trace) {
-    std::string kernel = key_text(t.chosen);
-    if (t.fell_back) kernel += " (fallback)";
-    std::printf("  %-2d %-14s %-10s %-26s %s\n", ++n, t.op.c_str(), short_name(t.chosen.place()).c_str(),
-                kernel.c_str(), t.inputs.empty() ? "-" : "");
-    for (const input_trace& in : t.inputs)
-      std::printf("       %-12s %9s  %s\n", (in.slot + " " + in.variable).c_str(),
-                  in.cached             ? "cached"
-                  : in.bytes_copied > 0 ? bytes_text(in.bytes_copied).c_str()
-                                        : "on host",
-                  without_place_prefix(in.chain).c_str());
-  }
 }
 
 struct run_summary {

@@ -1,0 +1,1628 @@
+// The ONNX importer (importer.hpp): the model's checks, shape inference, and the mapping of
+// each node to the example operators, attribute by attribute.
+#include "importer.hpp"
+
+#include <google/protobuf/stubs/logging.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fluidk/operator_registry.hpp>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <span>
+#include <sstream>
+
+namespace fluidk::onnx_import {
+
+static_assert(std::endian::native == std::endian::little,
+              "ONNX's raw_data is little-endian, and the importer copies it as it is");
+
+namespace {
+
+using onnx::AttributeProto;
+using onnx::TensorProto;
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+std::string dims_text(const std::vector<std::int64_t>& extents) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < extents.size(); ++i)
+    out += (i ? ", " : "") + (extents[i] < 0 ? std::string("?") : std::to_string(extents[i]));
+  return out + "]";
+}
+
+// A float as people write it: "0.5", "1e-05", "-3.40282e+38".
+std::string number_text(double value) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%g", value);
+  return out;
+}
+
+// A message of libonnx's on one line (the checker prints nodes over several).
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string attribute_type_name(int type) {
+  return AttributeProto::AttributeType_IsValid(type)
+             ? AttributeProto::AttributeType_Name(static_cast<AttributeProto::AttributeType>(type))
+             : "attribute type " + std::to_string(type);
+}
+
+// Protobuf's own log lines (a parse that fails says why on stderr) would precede the
+// importer's error, which names the file: silenced once, for the whole program.
+void silence_protobuf_log() {
+  static const bool silenced = [] {
+    google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int, const std::string&) {});
+    return true;
+  }();
+  static_cast<void>(silenced);
+}
+
+// ---------------------------------------------------------------------------------------
+// A node as the mapping reads it: its label for errors, its attributes (each read marks it
+// mapped; one left unread is refused), its inputs and outputs with absent optional ones "".
+
+class node_view {
+ public:
+  node_view(const onnx::NodeProto& proto, std::size_t index, int version) : proto(proto), version(version) {
+    label = "node " + std::to_string(index);
+    if (!proto.name().empty())
+      label += " " + quoted(proto.name()) + " (" + proto.op_type() + ")";
+    else if (proto.output_size() > 0)
+      label += " (" + proto.op_type() + ", output " + quoted(proto.output(0)) + ")";
+    else
+      label += " (" + proto.op_type() + ")";
+  }
+
+  const onnx::NodeProto& proto;
+  int version;  // the since_version of the op type's definition at the model's opset
+  std::string label;
+
+  [[noreturn]] void refuse(const std::string& why) const { throw refused(label + ": " + why); }
+  [[noreturn]] void refuse_attribute(std::string_view name, const std::string& why) const {
+    refuse("attribute " + quoted(name) + " " + why);
+  }
+
+  const AttributeProto* attribute(std::string_view name) const {
+    for (const AttributeProto& a : proto.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  bool has(std::string_view name) const { return attribute(name) != nullptr; }
+  std::int64_t int_or(std::string_view name, std::int64_t fallback) const {
+    const AttributeProto* a = attribute(name);
+    return a == nullptr ? fallback : a->i();
+  }
+  float float_or(std::string_view name, float fallback) const {
+    const AttributeProto* a = attribute(name);
+    return a == nullptr ? fallback : a->f();
+  }
+  std::string string_or(std::string_view name, std::string fallback) const {
+    const AttributeProto* a = attribute(name);
+    return a == nullptr ? fallback : a->s();
+  }
+  std::optional<std::vector<std::int64_t>> ints(std::string_view name) const {
+    const AttributeProto* a = attribute(name);
+    if (a == nullptr) return std::nullopt;
+    return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+  }
+  // An attribute that is 0 or 1, as a bool.
+  bool flag(std::string_view name, bool fallback) const {
+    const std::int64_t v = int_or(name, fallback ? 1 : 0);
+    if (v != 0 && v != 1) refuse_attribute(name, "is " + std::to_string(v) + "; it must be 0 or 1");
+    return v == 1;
+  }
+
+  // The inputs and outputs, without the absent optional ones at the end.
+  int input_count() const {
+    int n = proto.input_size();
+    while (n > 0 && proto.input(n - 1).empty()) --n;
+    return n;
+  }
+  int output_count() const {
+    int n = proto.output_size();
+    while (n > 0 && proto.output(n - 1).empty()) --n;
+    return n;
+  }
+  std::string input(int i) const { return i < proto.input_size() ? proto.input(i) : std::string(); }
+  std::string output(int i) const { return i < proto.output_size() ? proto.output(i) : std::string(); }
+
+  void require_inputs(int low, int high) const {
+    const int n = input_count();
+    if (n < low || n > high)
+      refuse("has " + std::to_string(n) + " inputs; " + proto.op_type() + " takes " +
+             (low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high)));
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// What the importer maps: per ONNX op type, its attributes (with their type, and the versions
+// of the op's definition that have them) and the function that maps a node.
+
+struct attribute_spec {
+  std::string_view name;
+  AttributeProto::AttributeType type;
+  int first = 1, last = 1 << 30;  // since_version of the definitions that have it
+};
+
+class translator;
+struct op_spec {
+  std::string_view type;
+  std::vector<attribute_spec> attributes;
+  void (translator::*map)(const node_view&);
+};
+
+const std::vector<op_spec>& op_specs();
+
+// ---------------------------------------------------------------------------------------
+// Types of values after shape inference.
+
+struct value_type {
+  bool tensor = true;                             // false: a sequence, a map, an optional
+  int elem_type = 0;                              // TensorProto::DataType; 0 when unknown
+  std::optional<std::vector<std::int64_t>> dims;  // -1 for an unknown extent; none when the rank is unknown
+};
+
+value_type type_of_proto(const onnx::TypeProto& type) {
+  value_type out;
+  if (!type.has_tensor_type()) {
+    out.tensor = false;
+    return out;
+  }
+  const auto& tensor = type.tensor_type();
+  out.elem_type = tensor.elem_type();
+  if (tensor.has_shape()) {
+    std::vector<std::int64_t> extents;
+    for (const auto& d : tensor.shape().dim())
+      extents.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+    out.dims = std::move(extents);
+  }
+  return out;
+}
+
+std::string type_text(const value_type& t) {
+  if (!t.tensor) return "not a tensor";
+  return onnx_type_name(t.elem_type) + " " + (t.dims ? dims_text(*t.dims) : std::string("of unknown rank"));
+}
+
+bool known(const std::vector<std::int64_t>& extents) {
+  return std::all_of(extents.begin(), extents.end(), [](std::int64_t e) { return e >= 0; });
+}
+
+// ---------------------------------------------------------------------------------------
+
+class translator {
+ public:
+  translator(onnx::ModelProto model, const std::vector<dims>* input_dims, const options& opts)
+      : model_(std::move(model)), input_dims_(input_dims), options_(opts) {}
+
+  imported_model run() {
+    check_model();
+    check_nodes();
+    run_checker();
+    check_window_ranks();
+    infer_shapes();
+    collect_types();
+    declare_inputs();
+    const auto& graph = model_.graph();
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& proto = graph.node(i);
+      const node_view node(proto, std::size_t(i), versions_[std::size_t(i)]);
+      (this->*spec_of(proto.op_type())->map)(node);
+      for (int k = 0; k < proto.output_size(); ++k)
+        if (!proto.output(k).empty()) defined_.insert(proto.output(k));
+    }
+    declare_outputs();
+    return std::move(result_);
+  }
+
+  // The node mappings (op_specs names them).
+  void conv(const node_view& n);
+  void batch_normalization(const node_view& n);
+  void relu(const node_view& n) { unary(n, "relu"); }
+  void clip(const node_view& n);
+  void sigmoid(const node_view& n) { unary(n, "sigmoid"); }
+  void add(const node_view& n) { elementwise(n, "elementwise_add"); }
+  void mul(const node_view& n) { elementwise(n, "elementwise_mul"); }
+  void max_pool(const node_view& n) { pool(n, true); }
+  void average_pool(const node_view& n) { pool(n, false); }
+  void global_average_pool(const node_view& n);
+  void flatten(const node_view& n);
+  void reshape(const node_view& n);
+  void gemm(const node_view& n);
+  void matmul(const node_view& n);
+  void softmax(const node_view& n);
+  void concat(const node_view& n);
+  void dropout(const node_view& n);
+  void identity(const node_view& n) { unary(n, "assign"); }
+  void constant(const node_view& n);
+
+ private:
+  static const op_spec* spec_of(std::string_view type) {
+    for (const op_spec& s : op_specs())
+      if (s.type == type) return &s;
+    return nullptr;
+  }
+
+  // ---- the model as a whole, before any node
+
+  void check_model() {
+    const std::int64_t ir = model_.ir_version();
+    if (ir < 3 || ir > onnx::IR_VERSION)
+      throw refused("the model has IR version " + std::to_string(ir) +
+                    "; the importer reads IR versions 3 to " + std::to_string(int(onnx::IR_VERSION)));
+    const int newest =
+        onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+    bool found = false;
+    for (const auto& import : model_.opset_import()) {
+      if (!import.domain().empty() && import.domain() != "ai.onnx") continue;  // unused domains are fine
+      if (found && import.version() != opset_)
+        throw refused("the model imports the ONNX domain twice, at opsets " + std::to_string(opset_) +
+                      " and " + std::to_string(import.version()));
+      if (import.version() < 1 || import.version() > newest)
+        throw refused("the model imports opset " + std::to_string(import.version()) +
+                      " of the ONNX domain; the importer knows opsets 1 to " + std::to_string(newest));
+      opset_ = int(import.version());
+      found = true;
+    }
+    if (!found) throw refused("the model imports no opset of the ONNX domain (opset_import)");
+    const auto& graph = model_.graph();
+    if (graph.sparse_initializer_size() > 0)
+      throw refused("sparse initializer " + quoted(graph.sparse_initializer(0).values().name()) +
+                    ": sparse initializers are not supported");
+    for (const TensorProto& init : graph.initializer()) {
+      if (init.name().empty()) throw refused("the model has an initializer without a name");
+      if (init.data_location() == TensorProto::EXTERNAL || init.external_data_size() > 0)
+        throw refused("initializer " + quoted(init.name()) +
+                      ": its data is external (data_location EXTERNAL); the importer reads data inside the "
+                      "model only");
+      if (!constants_.emplace(init.name(), &init).second)
+        throw refused("the model has two initializers named " + quoted(init.name()));
+    }
+    for (const auto* values : {&graph.input(), &graph.output()})
+      for (const auto& value : *values) {
+        if (value.name().empty()) throw refused("the model has a graph input or output without a name");
+        if (!value.type().has_tensor_type())
+          throw refused("graph input or output " + quoted(value.name()) +
+                        " is not a tensor (a sequence, map or optional); the importer maps tensors only");
+      }
+  }
+
+  // Every node: of the ONNX domain, of an op type the importer maps, defined at the model's
+  // opset, with attributes the importer maps, of their types.
+  void check_nodes() {
+    const auto& graph = model_.graph();
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& proto = graph.node(i);
+      const node_view partial(proto, std::size_t(i), 0);
+      if (!proto.domain().empty() && proto.domain() != "ai.onnx")
+        partial.refuse("domain " + quoted(proto.domain()) +
+                       " is not supported; the importer maps the ONNX domain only");
+      const op_spec* spec = spec_of(proto.op_type());
+      if (spec == nullptr) {
+        std::string supported;
+        for (const std::string& t : supported_op_types()) supported += (supported.empty() ? "" : ", ") + t;
+        partial.refuse("op type " + quoted(proto.op_type()) + " is not supported; the importer maps " +
+                       supported);
+      }
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(proto.op_type(), opset_, onnx::ONNX_DOMAIN);
+      if (schema == nullptr)
+        partial.refuse("op type " + quoted(proto.op_type()) + " is not defined at opset " +
+                       std::to_string(opset_));
+      const int version = schema->since_version();
+      versions_.push_back(version);
+      const node_view node(proto, std::size_t(i), version);
+      std::set<std::string, std::less<>> seen;
+      for (const AttributeProto& a : proto.attribute()) {
+        if (!seen.insert(a.name()).second) node.refuse_attribute(a.name(), "is given twice");
+        if (!a.ref_attr_name().empty())
+          node.refuse_attribute(a.name(), "refers to a function's attribute; functions are not supported");
+        const attribute_spec* known_attribute = nullptr;
+        for (const attribute_spec& s : spec->attributes)
+          if (s.name == a.name() && s.first <= version && version <= s.last) known_attribute = &s;
+        if (known_attribute == nullptr)
+          node.refuse_attribute(a.name(), "is not supported (" + proto.op_type() + " version " +
+                                              std::to_string(version) + " as the importer maps it)");
+        if (a.type() != known_attribute->type)
+          node.refuse_attribute(a.name(), "is of type " + attribute_type_name(a.type()) + "; " +
+                                              proto.op_type() + " defines it as " +
+                                              attribute_type_name(known_attribute->type));
+      }
+      if (proto.op_type() == "Conv" || proto.op_type() == "MaxPool" || proto.op_type() == "AveragePool")
+        check_window_attributes(node);
+    }
+  }
+
+  // The attributes of a 2-D window (Conv, MaxPool, AveragePool), before ONNX's shape
+  // inference reads them: it divides by the strides, and trusts the rest.
+  static void check_window_attributes(const node_view& n) {
+    const std::string auto_pad = n.string_or("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+      n.refuse_attribute("auto_pad",
+                         "is \"" + auto_pad + "\"; ONNX defines NOTSET, SAME_UPPER, SAME_LOWER and VALID");
+    pair_attribute(n, "kernel_shape", {1, 1});
+    pair_attribute(n, "strides", {1, 1});
+    pair_attribute(n, "dilations", {1, 1});
+    if (const auto pads = n.ints("pads")) {
+      if (pads->size() != 4)
+        n.refuse_attribute("pads", "has " + std::to_string(pads->size()) +
+                                       " values; a 2-D window takes 4 (top, left, bottom, right)");
+      for (const std::int64_t p : *pads)
+        if (p < 0 || p > std::numeric_limits<std::int32_t>::max())
+          n.refuse_attribute(
+              "pads", "has the value " + std::to_string(p) + "; the importer maps pads from 0 to 2^31 - 1");
+    }
+  }
+
+  // The ranks that ONNX's shape inference of Conv, MaxPool and AveragePool trusts, checked
+  // before it runs: it reads as many kernel extents as X has spatial dimensions from W's shape
+  // (out of bounds when W has fewer, or none known). The ranks are followed through the graph
+  // as each op type sets them; -1 where unknown.
+  void check_window_ranks() {
+    const auto& graph = model_.graph();
+    std::map<std::string, int, std::less<>> rank;
+    for (const auto& input : graph.input())
+      if (input.type().tensor_type().has_shape())
+        rank[input.name()] = input.type().tensor_type().shape().dim_size();
+    for (const TensorProto& init : graph.initializer()) rank[init.name()] = init.dims_size();
+    std::map<std::string, int, std::less<>> constant_lengths;  // of the 1-D Constant nodes' values
+    auto rank_of = [&](const std::string& name) {
+      const auto it = rank.find(name);
+      return it == rank.end() ? -1 : it->second;
+    };
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& proto = graph.node(i);
+      const node_view n(proto, std::size_t(i), versions_[std::size_t(i)]);
+      const std::string& type = proto.op_type();
+      const int x = proto.input_size() > 0 ? rank_of(proto.input(0)) : -1;
+      if (type == "Conv" || type == "MaxPool" || type == "AveragePool") {
+        if (x >= 0 && x != 4)
+          n.refuse("X " + quoted(proto.input(0)) + " has rank " + std::to_string(x) +
+                   "; the importer maps 2-D windows, over a 4-D input [N, C, H, W]");
+        if (type == "Conv" && !n.has("kernel_shape")) {
+          const int w = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
+          if (w != 4)
+            n.refuse("W " + quoted(n.input(1)) + " has " +
+                     (w < 0 ? std::string("no known rank") : "rank " + std::to_string(w)) +
+                     " and kernel_shape is absent; the importer maps a 4-D W [M, C / group, kH, kW]");
+        }
+      }
+      int out = -1;  // the rank of output 0
+      if (type == "Flatten" || type == "Gemm") {
+        out = 2;
+      } else if (type == "Add" || type == "Mul") {
+        const int y = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
+        out = n.version < 7 ? x : (x < 0 || y < 0 ? -1 : std::max(x, y));
+      } else if (type == "MatMul") {
+        const int y = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
+        if (x >= 1 && y >= 1) out = x == 1 && y == 1 ? 0 : x == 1 ? y - 1 : y == 1 ? x - 1 : std::max(x, y);
+      } else if (type == "Reshape") {
+        if (n.version < 5) {
+          if (const auto shape = n.ints("shape")) out = int(shape->size());
+        } else if (const TensorProto* shape = constant_input(n, 1);
+                   shape != nullptr && shape->dims_size() == 1) {
+          out = int(shape->dims(0));
+        } else if (const auto it = constant_lengths.find(n.input(1)); it != constant_lengths.end()) {
+          out = it->second;
+        }
+      } else if (type == "Constant") {
+        if (proto.attribute_size() == 1) {
+          const AttributeProto& a = proto.attribute(0);
+          const bool list = a.name() == "value_floats" || a.name() == "value_ints";
+          out = a.name() == "value" ? a.t().dims_size() : list ? 1 : 0;
+          if (a.name() == "value" && a.t().dims_size() == 1)
+            constant_lengths[proto.output(0)] = int(a.t().dims(0));
+          if (list)
+            constant_lengths[proto.output(0)] = a.name() == "value_ints" ? a.ints_size() : a.floats_size();
+        }
+      } else {  // Relu, Sigmoid, Clip, Identity, Dropout, BatchNormalization, Softmax, Concat, the windows
+        out = x;
+      }
+      if (proto.output_size() > 0 && out >= 0) rank[proto.output(0)] = out;
+    }
+  }
+
+  void run_checker() {
+    try {
+      onnx::checker::check_model(model_);
+    } catch (const std::exception& e) {
+      throw refused("the model is not valid ONNX (onnx::checker): " + one_line(e.what()));
+    }
+  }
+
+  // The graph inputs' dims from the tensors given (checked against the declared ones by
+  // check_inputs), then ONNX's shape inference, strict: every shape is known from here on
+  // (where the model's inputs are).
+  void infer_shapes() {
+    auto* graph = model_.mutable_graph();
+    if (input_dims_ != nullptr) {
+      std::size_t k = 0;
+      for (auto& input : *graph->mutable_input()) {
+        if (constants_.contains(input.name())) continue;
+        if (k >= input_dims_->size()) throw refused("fewer input shapes than the model has inputs");
+        auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->clear_dim();
+        for (const std::int64_t extent : (*input_dims_)[k]) shape->add_dim()->set_dim_value(extent);
+        ++k;
+      }
+      if (k != input_dims_->size()) throw refused("more input shapes than the model has inputs");
+    }
+    try {
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(true, 1, false));
+    } catch (const std::exception& e) {
+      throw refused("ONNX shape inference failed: " + one_line(e.what()));
+    }
+  }
+
+  void collect_types() {
+    const auto& graph = model_.graph();
+    for (const auto* values : {&graph.input(), &graph.value_info(), &graph.output()})
+      for (const auto& v : *values) types_[v.name()] = type_of_proto(v.type());
+    for (const auto& [name, proto] : constants_) {
+      value_type t;
+      t.elem_type = proto->data_type();
+      t.dims = std::vector<std::int64_t>(proto->dims().begin(), proto->dims().end());
+      types_[name] = t;
+      defined_.insert(name);  // an initializer is defined before every node
+    }
+    for (const auto& [name, _] : types_) all_names_.insert(name);
+    for (const auto& node : graph.node())
+      for (const auto& name : node.output()) all_names_.insert(name);
+  }
+
+  void declare_inputs() {
+    for (const graph_value& v : model_inputs(model_)) {
+      const value_type& t = type(v.name, nullptr);
+      declare(v.name, *data_type_of_onnx(t.elem_type), t.dims.value_or(std::vector<std::int64_t>{}), false);
+      defined_.insert(v.name);
+      result_.inputs.push_back(v);
+    }
+  }
+
+  void declare_outputs() {
+    for (const auto& output : model_.graph().output()) {
+      if (!defined_.contains(output.name()))
+        throw refused("graph output " + quoted(output.name()) +
+                      " is made by no node and is no input or initializer");
+      make_available(output.name(), nullptr, "graph output");
+      const VarDesc& v = block().get_var(output.name());
+      result_.outputs.push_back({v.name, v.dtype, v.shape});
+    }
+  }
+
+  // ---- helpers of the mappings
+
+  BlockDesc& block() { return result_.program.block(0); }
+
+  const value_type& type(const std::string& name, const node_view* node) {
+    const auto it = types_.find(name);
+    if (it == types_.end()) {
+      const std::string what = "the type of " + quoted(name) + " is unknown after shape inference";
+      if (node != nullptr) node->refuse(what);
+      throw refused(what);
+    }
+    return it->second;
+  }
+
+  // The dims of a value whose rank is known (refused otherwise).
+  const std::vector<std::int64_t>& shape(const node_view& n, const std::string& name) {
+    const value_type& t = type(name, &n);
+    if (!t.dims) n.refuse("the rank of " + quoted(name) + " is unknown after shape inference");
+    return *t.dims;
+  }
+  // The dims of a value whose every extent is known (refused otherwise).
+  const std::vector<std::int64_t>& known_shape(const node_view& n, const std::string& name,
+                                               std::string_view why) {
+    const std::vector<std::int64_t>& d = shape(n, name);
+    if (!known(d))
+      n.refuse("the shape of " + quoted(name) + " is " + dims_text(d) + " after shape inference; " +
+               std::string(why) + " needs every extent");
+    return d;
+  }
+  void require_rank(const node_view& n, const std::string& name, std::size_t rank, std::string_view why) {
+    const auto& d = shape(n, name);
+    if (d.size() != rank)
+      n.refuse(quoted(name) + " has rank " + std::to_string(d.size()) + " " + dims_text(d) + "; " +
+               std::string(why));
+  }
+
+  void require_float(const node_view& n, const std::string& name, std::string_view role) {
+    const value_type& t = type(name, &n);
+    if (!t.tensor) n.refuse(std::string(role) + " " + quoted(name) + " is not a tensor");
+    if (t.elem_type != TensorProto::FLOAT)
+      n.refuse(std::string(role) + " " + quoted(name) + " is " + onnx_type_name(t.elem_type) +
+               "; the importer maps FLOAT tensors (the operators compute in float32)");
+    if (t.dims && t.dims->size() > max_rank)
+      n.refuse(std::string(role) + " " + quoted(name) + " has rank " + std::to_string(t.dims->size()) +
+               "; fluidk's tensors have at most " + std::to_string(max_rank) + " dimensions");
+  }
+
+  // A value an operator reads as a tensor: a graph input, an earlier node's output, or an
+  // initializer or folded Constant, declared persistable and loaded on first use.
+  void make_available(const std::string& name, const node_view* n, std::string_view role) {
+    if (block().has_var(name)) return;
+    if (!defined_.contains(name)) {
+      const std::string what = std::string(role) + " " + quoted(name) + " is made by no earlier node";
+      if (n != nullptr) n->refuse(what);
+      throw refused(what);
+    }
+    const auto it = constants_.find(name);
+    if (it == constants_.end()) {
+      const std::string what = std::string(role) + " " + quoted(name) + " is not declared";
+      if (n != nullptr) n->refuse(what);
+      throw refused(what);
+    }
+    Tensor tensor = tensor_from_proto(*it->second, "initializer " + quoted(name));
+    declare(name, tensor.dtype(), std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()),
+            true);
+    result_.weights.emplace_back(name, std::move(tensor));
+  }
+
+  // A FLOAT tensor that an operator reads: its variable's name.
+  std::string data_input(const node_view& n, int index, std::string_view role) {
+    const std::string name = n.input(index);
+    if (name.empty()) n.refuse(std::string(role) + " (input " + std::to_string(index) + ") is missing");
+    require_float(n, name, role);
+    make_available(name, &n, role);
+    return name;
+  }
+
+  // A node's FLOAT output, declared with its inferred type.
+  std::string data_output(const node_view& n, int index) {
+    const std::string name = n.output(index);
+    if (name.empty()) n.refuse("output " + std::to_string(index) + " has no name");
+    require_float(n, name, "output");
+    declare(name, data_type::float32, type(name, &n).dims.value_or(std::vector<std::int64_t>{}), false);
+    return name;
+  }
+
+  // A variable for an intermediate result of a node mapped to several operators: a name no
+  // value of the model has, of the given type.
+  std::string intermediate(const std::string& base, std::string_view what,
+                           std::vector<std::int64_t> extents) {
+    std::string name = base + "@" + std::string(what);
+    for (int k = 2; all_names_.contains(name); ++k) name = base + "@" + std::string(what) + std::to_string(k);
+    all_names_.insert(name);
+    declare(name, data_type::float32, std::move(extents), false);
+    return name;
+  }
+
+  void declare(const std::string& name, data_type dtype, std::vector<std::int64_t> extents,
+               bool persistable) {
+    block().var(name) = VarDesc{name, var_kind::lod_tensor, dtype, std::move(extents), persistable};
+  }
+
+  // Appends an operator made from node n, with the attributes the command line asks of every
+  // operator; an operator the build has not registered, or one append_op refuses, is refused
+  // naming the node.
+  void append(const node_view& n, std::string type, slot_map inputs, slot_map outputs, attribute_map attrs) {
+    if (operator_registry::instance().find(type) == nullptr)
+      n.refuse("maps to fluidk operator " + quoted(type) + ", which this build has not registered");
+    if (!options_.library_attribute.empty()) attrs.set(options_.library_attribute, true);
+    if (const auto it = options_.op_device.find(n.proto.op_type()); it != options_.op_device.end())
+      attrs.set("op_device", it->second);
+    try {
+      block().append_op(OpDesc(std::move(type), std::move(inputs), std::move(outputs), std::move(attrs)));
+    } catch (const error& e) {
+      n.refuse(detail::unprefixed(e));
+    }
+    result_.origins.push_back(n.label);
+  }
+
+  // The value of a constant input (initializer or folded Constant), or null when the input is
+  // computed or given at run time.
+  const TensorProto* constant_input(const node_view& n, int index) const {
+    const auto it = constants_.find(n.input(index));
+    return it == constants_.end() ? nullptr : it->second;
+  }
+
+  static std::int32_t to_int32(const node_view& n, std::string_view what, std::int64_t v) {
+    if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+      n.refuse(std::string(what) + " " + std::to_string(v) +
+               " does not fit a 32-bit int, as fluidk's attribute");
+    return std::int32_t(v);
+  }
+  static std::vector<std::int32_t> to_int32s(const node_view& n, std::string_view what,
+                                             const std::vector<std::int64_t>& v) {
+    std::vector<std::int32_t> out;
+    for (const std::int64_t x : v) out.push_back(to_int32(n, what, x));
+    return out;
+  }
+
+  // An axis attribute in [-rank, rank - 1 + extra] (extra 1 for Flatten's), as a
+  // non-negative one; `negative` false for the versions that take no negative axis.
+  static std::int64_t resolve_axis(const node_view& n, std::string_view attribute, std::int64_t axis,
+                                   std::size_t rank, bool negative, std::int64_t extra = 0) {
+    const std::int64_t r = std::int64_t(rank);
+    const std::int64_t low = negative ? -r : 0, high = r - 1 + extra;
+    if (axis < low || axis > high)
+      n.refuse_attribute(attribute, "is " + std::to_string(axis) + "; for rank " + std::to_string(r) + " " +
+                                        n.proto.op_type() + " version " + std::to_string(n.version) +
+                                        " takes " + std::to_string(low) + " to " + std::to_string(high));
+    return axis < 0 ? axis + r : axis;
+  }
+
+  void check_output_shape(const node_view& n, const std::string& name,
+                          const std::vector<std::int64_t>& computed) {
+    const value_type& t = type(name, &n);
+    if (!t.dims) return;
+    bool same = t.dims->size() == computed.size();
+    for (std::size_t i = 0; same && i < computed.size(); ++i)
+      same = (*t.dims)[i] < 0 || computed[i] < 0 || (*t.dims)[i] == computed[i];
+    if (!same)
+      n.refuse("the mapped operator would make " + quoted(name) + " " + dims_text(computed) +
+               ", but ONNX shape inference says " + dims_text(*t.dims));
+  }
+
+  // The only output, or outputs past the first that are absent.
+  void require_one_output(const node_view& n, std::string_view others) {
+    if (n.output_count() < 1 || n.output(0).empty()) n.refuse("has no output");
+    if (n.output_count() > 1)
+      n.refuse("output 1 " + quoted(n.output(1)) + " is asked for; the importer maps only the first output" +
+               (others.empty() ? std::string() : " (" + std::string(others) + ")"));
+  }
+
+  void unary(const node_view& n, std::string type) {
+    n.require_inputs(1, 1);
+    require_one_output(n, "");
+    const std::string x = data_input(n, 0, "input");
+    const std::string out = data_output(n, 0);
+    append(n, std::move(type), {{"X", {x}}}, {{"Out", {out}}}, {});
+  }
+
+  void elementwise(const node_view& n, std::string type);
+  void pool(const node_view& n, bool max);
+
+  // The paddings of a 2-D window operator (Conv, MaxPool, AveragePool): ONNX's pads
+  // [top, left, bottom, right], or auto_pad resolved to explicit ones from the input's
+  // spatial size, as [begin, end] per axis.
+  std::array<std::array<std::int64_t, 2>, 2> paddings(const node_view& n, const std::vector<std::int64_t>& x,
+                                                      const std::array<std::int64_t, 2>& kernel,
+                                                      const std::array<std::int64_t, 2>& strides,
+                                                      const std::array<std::int64_t, 2>& dilations) {
+    const std::string auto_pad = n.string_or("auto_pad", "NOTSET");
+    std::array<std::array<std::int64_t, 2>, 2> out{};
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+      n.refuse_attribute("auto_pad",
+                         "is \"" + auto_pad + "\"; ONNX defines NOTSET, SAME_UPPER, SAME_LOWER and VALID");
+    if (const auto pads = n.ints("pads")) {
+      if (auto_pad != "NOTSET")
+        n.refuse_attribute("pads", "is given with auto_pad \"" + auto_pad + "\"; ONNX allows one of the two");
+      if (pads->size() != 4)
+        n.refuse_attribute("pads", "has " + std::to_string(pads->size()) +
+                                       " values; a 2-D window takes 4 (top, left, bottom, right)");
+      for (const std::int64_t p : *pads)
+        if (p < 0) n.refuse_attribute("pads", "has a negative value; the importer maps non-negative pads");
+      out = {{{(*pads)[0], (*pads)[2]}, {(*pads)[1], (*pads)[3]}}};
+    }
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // With dilations the ONNX Runtime of reference refuses Conv, and pads MaxPool by the
+      // undilated kernel (a smaller output than ONNX's shape inference gives).
+      if (dilations[0] != 1 || dilations[1] != 1)
+        n.refuse_attribute("auto_pad", "\"" + auto_pad + "\" with dilations " +
+                                           dims_text({dilations[0], dilations[1]}) +
+                                           " is refused: ONNX Runtime does not pad it as ONNX defines");
+      for (int i = 0; i < 2; ++i) {
+        const std::int64_t size = x[std::size_t(2 + i)];
+        if (size < 0)
+          n.refuse_attribute("auto_pad", "\"" + auto_pad + "\" needs the input's spatial size, which is " +
+                                             dims_text(x) + " after shape inference");
+        // ceil(size / stride) outputs; the padding they need, its odd unit at the end
+        // (SAME_UPPER) or the beginning (SAME_LOWER).
+        const std::int64_t outputs = (size + strides[std::size_t(i)] - 1) / strides[std::size_t(i)];
+        const std::int64_t extent = (kernel[std::size_t(i)] - 1) * dilations[std::size_t(i)] + 1;
+        const std::int64_t total =
+            std::max<std::int64_t>((outputs - 1) * strides[std::size_t(i)] + extent - size, 0);
+        const std::int64_t small = total / 2, large = total - small;
+        out[std::size_t(i)] = auto_pad == "SAME_UPPER" ? std::array<std::int64_t, 2>{small, large}
+                                                       : std::array<std::int64_t, 2>{large, small};
+      }
+    }
+    return out;
+  }
+
+  // strides, dilations or kernel_shape: 2 positive values (or the fallback when absent).
+  static std::array<std::int64_t, 2> pair_attribute(const node_view& n, std::string_view name,
+                                                    std::array<std::int64_t, 2> fallback) {
+    const auto values = n.ints(name);
+    if (!values) return fallback;
+    if (values->size() != 2)
+      n.refuse_attribute(name, "has " + std::to_string(values->size()) +
+                                   " values; the importer maps 2-D windows (2 values: height, width)");
+    for (const std::int64_t v : *values)
+      if (v < 1 || v > std::numeric_limits<std::int32_t>::max())
+        n.refuse_attribute(name, "has the value " + std::to_string(v) + "; each must be positive");
+    return {(*values)[0], (*values)[1]};
+  }
+
+  onnx::ModelProto model_;
+  const std::vector<dims>* input_dims_;
+  options options_;
+  int opset_ = 0;
+  std::vector<int> versions_;  // of each node's op definition
+  std::map<std::string, const TensorProto*, std::less<>> constants_;
+  std::deque<TensorProto> folded_;  // the values of Constant nodes
+  std::map<std::string, value_type, std::less<>> types_;
+  std::set<std::string, std::less<>> all_names_;  // every value of the model, and each intermediate made
+  std::set<std::string, std::less<>> defined_;    // values defined so far, in node order
+  imported_model result_;
+};
+
+// ---------------------------------------------------------------------------------------
+// The mappings.
+
+// Conv -> conv2d (+ elementwise_add on axis 1 for the bias B); auto_pad resolved to explicit
+// paddings from the inferred input shape.
+void translator::conv(const node_view& n) {
+  n.require_inputs(2, 3);
+  require_one_output(n, "");
+  const std::string x = data_input(n, 0, "X");
+  const std::string w = data_input(n, 1, "W");
+  require_rank(n, x, 4, "Conv maps to conv2d, whose input is 4-D [N, C, H, W]");
+  require_rank(n, w, 4, "Conv maps to conv2d, whose filter is 4-D [M, C / group, kH, kW]");
+  const auto& xs = shape(n, x);
+  const auto& ws = shape(n, w);
+  std::array<std::int64_t, 2> kernel{ws[2], ws[3]};
+  if (n.has("kernel_shape")) {
+    const auto given = pair_attribute(n, "kernel_shape", {1, 1});
+    for (int i = 0; i < 2; ++i)
+      if (kernel[std::size_t(i)] >= 0 && kernel[std::size_t(i)] != given[std::size_t(i)])
+        n.refuse_attribute("kernel_shape", dims_text({given[0], given[1]}) +
+                                               " differs from W's spatial dims " + dims_text({ws[2], ws[3]}));
+    kernel = given;
+  }
+  if (kernel[0] < 1 || kernel[1] < 1)
+    n.refuse("W's spatial dims " + dims_text({ws[2], ws[3]}) + " are unknown or empty after shape inference");
+  const auto strides = pair_attribute(n, "strides", {1, 1});
+  const auto dilations = pair_attribute(n, "dilations", {1, 1});
+  const std::int64_t group = n.int_or("group", 1);
+  if (group < 1) n.refuse_attribute("group", "is " + std::to_string(group) + "; it must be positive");
+  const auto pads = paddings(n, xs, kernel, strides, dilations);
+
+  std::vector<std::int64_t> computed{xs[0], ws[0], -1, -1};
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t size = xs[std::size_t(2 + i)];
+    const std::int64_t extent = (kernel[std::size_t(i)] - 1) * dilations[std::size_t(i)] + 1;
+    const std::int64_t padded = size + pads[std::size_t(i)][0] + pads[std::size_t(i)][1];
+    if (size >= 0 && padded < extent)
+      n.refuse("the kernel (extent " + std::to_string(extent) + ") does not fit the padded input " +
+               dims_text(xs));
+    if (size >= 0) computed[std::size_t(2 + i)] = (padded - extent) / strides[std::size_t(i)] + 1;
+  }
+  const std::string y = data_output(n, 0);
+  check_output_shape(n, y, computed);
+
+  attribute_map attrs{
+      {"strides", to_int32s(n, "a stride", {strides[0], strides[1]})},
+      {"dilations", to_int32s(n, "a dilation", {dilations[0], dilations[1]})},
+      {"paddings", to_int32s(n, "a padding", {pads[0][0], pads[0][1], pads[1][0], pads[1][1]})},
+      {"groups", to_int32(n, "group", group)},
+      {"padding_algorithm", std::string("EXPLICIT")},
+      {"data_format", std::string("NCHW")},
+  };
+  if (n.input_count() < 3 || n.input(2).empty()) {
+    append(n, "conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", {y}}}, std::move(attrs));
+    return;
+  }
+  const std::string b = data_input(n, 2, "B");
+  require_rank(n, b, 1, "Conv's bias B is 1-D [M]");
+  const auto& bs = shape(n, b);
+  if (bs[0] >= 0 && ws[0] >= 0 && bs[0] != ws[0])
+    n.refuse("B " + dims_text(bs) + " does not have one value per output channel (" + std::to_string(ws[0]) +
+             ")");
+  const std::string convolved =
+      intermediate(y, "conv2d", type(y, &n).dims.value_or(std::vector<std::int64_t>{}));
+  append(n, "conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", {convolved}}}, std::move(attrs));
+  append(n, "elementwise_add", {{"X", {convolved}}, {"Y", {b}}}, {{"Out", {y}}}, {{"axis", std::int32_t(1)}});
+}
+
+// BatchNormalization -> batch_norm, inference only (is_test true).
+void translator::batch_normalization(const node_view& n) {
+  n.require_inputs(5, 5);
+  require_one_output(n, "the running mean and variance, and the saved statistics, are training outputs");
+  if (n.version <= 6 && !n.flag("is_test", false))
+    n.refuse_attribute("is_test",
+                       "is 0 (absent: 0), which asks for training; the importer maps inference (is_test 1)");
+  if (n.version <= 7 && !n.flag("spatial", true))
+    n.refuse_attribute("spatial", "is 0 (statistics per activation); batch_norm keeps them per channel");
+  if (n.version >= 14 && n.flag("training_mode", false))
+    n.refuse_attribute("training_mode", "is 1; the importer maps inference");
+  const float epsilon = n.float_or("epsilon", 1e-5f), momentum = n.float_or("momentum", 0.9f);
+  if (!(epsilon >= 0) || std::isinf(epsilon))
+    n.refuse_attribute("epsilon", "is " + number_text(epsilon) + "; it must be finite and non-negative");
+  const std::string x = data_input(n, 0, "X");
+  const auto& xs = shape(n, x);
+  if (xs.size() < 2)
+    n.refuse("X " + dims_text(xs) + " has rank below 2; batch_norm's channel is dimension 1");
+  std::string in[4];
+  const char* roles[4] = {"scale", "B", "input_mean", "input_var"};
+  for (int i = 0; i < 4; ++i) {
+    in[i] = data_input(n, 1 + i, roles[i]);
+    require_rank(n, in[i], 1, "batch_norm's statistics are 1-D [C]");
+    const std::int64_t c = shape(n, in[i])[0];
+    if (c >= 0 && xs[1] >= 0 && c != xs[1])
+      n.refuse(std::string(roles[i]) + " " + quoted(in[i]) + " has " + std::to_string(c) + " values for " +
+               std::to_string(xs[1]) + " channels");
+  }
+  const std::string y = data_output(n, 0);
+  append(n, "batch_norm",
+         {{"X", {x}}, {"Scale", {in[0]}}, {"Bias", {in[1]}}, {"Mean", {in[2]}}, {"Variance", {in[3]}}},
+         {{"Y", {y}}},
+         {{"epsilon", epsilon},
+          {"momentum", momentum},
+          {"is_test", true},
+          {"data_layout", std::string("NCHW")}});
+}
+
+// Clip -> clip: min and max from the attributes (before version 11) or from constant inputs;
+// absent ones are the float range's ends (as ONNX Runtime takes them).
+void translator::clip(const node_view& n) {
+  float bounds[2] = {std::numeric_limits<float>::lowest(), std::numeric_limits<float>::max()};
+  const char* names[2] = {"min", "max"};
+  if (n.version < 11) {
+    n.require_inputs(1, 1);
+    bounds[0] = n.float_or("min", bounds[0]);
+    bounds[1] = n.float_or("max", bounds[1]);
+  } else {
+    n.require_inputs(1, 3);
+    for (int i = 0; i < 2; ++i) {
+      if (n.input(1 + i).empty()) continue;
+      const TensorProto* value = constant_input(n, 1 + i);
+      if (value == nullptr)
+        n.refuse(std::string(names[i]) + " (input " + std::to_string(1 + i) + ") " + quoted(n.input(1 + i)) +
+                 " is computed or given at run time; the importer maps constant bounds (initializers, "
+                 "Constant nodes)");
+      const Tensor t = tensor_from_proto(*value, std::string(names[i]) + " " + quoted(n.input(1 + i)));
+      if (t.dtype() != data_type::float32 || t.numel() != 1 || t.dims().rank() > 1)
+        n.refuse(std::string(names[i]) + " " + quoted(n.input(1 + i)) +
+                 " must be one FLOAT value (a scalar)");
+      bounds[i] = t.data<float>()[0];
+    }
+  }
+  require_one_output(n, "");
+  for (int i = 0; i < 2; ++i)
+    if (std::isnan(bounds[i])) n.refuse(std::string(names[i]) + " is NaN");
+  if (bounds[0] > bounds[1])
+    n.refuse("min " + number_text(bounds[0]) + " is above max " + number_text(bounds[1]) +
+             "; ONNX Runtime and clip order the two bounds differently, so the importer refuses it");
+  const std::string x = data_input(n, 0, "input");
+  const std::string out = data_output(n, 0);
+  append(n, "clip", {{"X", {x}}}, {{"Out", {out}}}, {{"min", bounds[0]}, {"max", bounds[1]}});
+}
+
+// Add, Mul -> elementwise_add, elementwise_mul: numpy broadcasting (axis -1); before version
+// 7, broadcast and axis as ONNX defined them then (B's dims a contiguous part of A's).
+void translator::elementwise(const node_view& n, std::string type) {
+  n.require_inputs(2, 2);
+  require_one_output(n, "");
+  const std::string a = data_input(n, 0, "A");
+  const std::string b = data_input(n, 1, "B");
+  std::int32_t axis = -1;
+  if (n.version < 7) {
+    const auto& as = known_shape(n, a, "broadcasting as ONNX defined it before version 7");
+    const auto& bs = known_shape(n, b, "broadcasting as ONNX defined it before version 7");
+    const bool broadcast = n.flag("broadcast", false);
+    if (!broadcast) {
+      if (n.has("axis")) n.refuse_attribute("axis", "is given without broadcast 1");
+      if (as != bs)
+        n.refuse("A " + dims_text(as) + " and B " + dims_text(bs) + " differ, and broadcast is 0");
+    } else {
+      // B's dims are A's from `start` on (B a scalar: none of them).
+      const std::int64_t start = n.has("axis") ? resolve_axis(n, "axis", n.int_or("axis", 0), as.size(), true)
+                                               : std::int64_t(as.size()) - std::int64_t(bs.size());
+      const bool scalar = bs.empty() || (bs.size() == 1 && bs[0] == 1);
+      const bool fits = start >= 0 && start + std::int64_t(bs.size()) <= std::int64_t(as.size()) &&
+                        std::equal(bs.begin(), bs.end(), as.begin() + start);
+      if (!scalar && !fits)
+        n.refuse("B " + dims_text(bs) + " is not A's dims " + dims_text(as) + " from axis " +
+                 std::to_string(start));
+      axis = scalar ? -1 : to_int32(n, "axis", start);
+    }
+  }
+  const std::string c = data_output(n, 0);
+  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", axis}});
+}
+
+// MaxPool, AveragePool -> pool2d with explicit paddings. What pool2d and ONNX Runtime do
+// differently is refused: a window wholly in the padding, and with count_include_pad a window
+// past the padded input (ceil_mode).
+void translator::pool(const node_view& n, bool max) {
+  n.require_inputs(1, 1);
+  if (n.output_count() < 1 || n.output(0).empty()) n.refuse("has no output");
+  if (n.output_count() > 1)
+    n.refuse("output 1 " + quoted(n.output(1)) + " (Indices) is asked for; pool2d has none");
+  const std::string x = data_input(n, 0, "X");
+  require_rank(n, x, 4, "the importer maps 2-D pooling, over a 4-D input [N, C, H, W]");
+  const auto& xs = shape(n, x);
+  if (!n.has("kernel_shape")) n.refuse_attribute("kernel_shape", "is missing; ONNX requires it");
+  const auto kernel = pair_attribute(n, "kernel_shape", {1, 1});
+  const auto strides = pair_attribute(n, "strides", {1, 1});
+  const auto dilations = pair_attribute(n, "dilations", {1, 1});
+  const bool ceil_mode = n.flag("ceil_mode", false);
+  if (max && n.int_or("storage_order", 0) != 0)
+    n.refuse_attribute("storage_order", "is " + std::to_string(n.int_or("storage_order", 0)) +
+                                            " (column-major Indices); the importer maps 0");
+  const bool count_include_pad = !max && n.flag("count_include_pad", false);
+  const auto pads = paddings(n, xs, kernel, strides, dilations);
+
+  std::vector<std::int64_t> computed{xs[0], xs[1], -1, -1};
+  for (int i = 0; i < 2; ++i) {
+    const auto k = std::size_t(i);
+    const std::int64_t size = xs[2 + k];
+    const std::int64_t extent = (kernel[k] - 1) * dilations[k] + 1;
+    if (pads[k][0] >= extent || pads[k][1] >= extent)
+      n.refuse("a padding (" + std::to_string(std::max(pads[k][0], pads[k][1])) +
+               ") is not below the window's extent (" + std::to_string(extent) +
+               "): a window would lie wholly in the padding");
+    if (size < 0) continue;
+    const std::int64_t padded = size + pads[k][0] + pads[k][1];
+    if (padded < extent)
+      n.refuse("the window (extent " + std::to_string(extent) + ") does not fit the padded input " +
+               dims_text(xs));
+    const std::int64_t out = (padded - extent + (ceil_mode ? strides[k] - 1 : 0)) / strides[k] + 1;
+    const std::int64_t last = (out - 1) * strides[k];  // where the last window starts, in the padded input
+    if (last >= size + pads[k][0])
+      n.refuse_attribute("ceil_mode", "makes a last window that starts in the end padding (axis " +
+                                          std::to_string(2 + i) +
+                                          "); ONNX Runtime drops such a window, pool2d keeps it");
+    if (count_include_pad && last + extent > padded)
+      n.refuse_attribute("count_include_pad",
+                         "is 1 with ceil_mode, and the last window runs past the padded input "
+                         "(axis " +
+                             std::to_string(2 + i) +
+                             "): its divisor differs between ONNX Runtime and pool2d");
+    computed[2 + k] = out;
+  }
+  const std::string y = data_output(n, 0);
+  check_output_shape(n, y, computed);
+  attribute_map attrs{
+      {"pooling_type", std::string(max ? "max" : "avg")},
+      {"ksize", to_int32s(n, "a kernel extent", {kernel[0], kernel[1]})},
+      {"strides", to_int32s(n, "a stride", {strides[0], strides[1]})},
+      {"paddings", to_int32s(n, "a padding", {pads[0][0], pads[0][1], pads[1][0], pads[1][1]})},
+      {"global_pooling", false},
+      {"ceil_mode", ceil_mode},
+      {"exclusive", !count_include_pad},
+      {"padding_algorithm", std::string("EXPLICIT")},
+      {"adaptive", false},
+  };
+  if (max) attrs.set("dilations", to_int32s(n, "a dilation", {dilations[0], dilations[1]}));
+  append(n, "pool2d", {{"X", {x}}}, {{"Out", {y}}}, std::move(attrs));
+}
+
+// GlobalAveragePool -> pool2d, global_pooling avg.
+void translator::global_average_pool(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = data_input(n, 0, "X");
+  require_rank(n, x, 4, "the importer maps 2-D pooling, over a 4-D input [N, C, H, W]");
+  const auto& xs = shape(n, x);
+  if (xs[2] == 0 || xs[3] == 0)
+    n.refuse("X " + dims_text(xs) + " has an empty spatial dimension: no average");
+  const std::string y = data_output(n, 0);
+  check_output_shape(n, y, {xs[0], xs[1], 1, 1});
+  append(n, "pool2d", {{"X", {x}}}, {{"Out", {y}}},
+         {{"pooling_type", std::string("avg")},
+          {"global_pooling", true},
+          {"ksize", to_int32s(n, "a spatial extent",
+                              {std::max<std::int64_t>(xs[2], 1), std::max<std::int64_t>(xs[3], 1)})},
+          {"strides", std::vector<std::int32_t>{1, 1}},
+          {"paddings", std::vector<std::int32_t>{0, 0, 0, 0}},
+          {"exclusive", true},
+          {"ceil_mode", false},
+          {"adaptive", false},
+          {"padding_algorithm", std::string("EXPLICIT")}});
+}
+
+// Flatten -> flatten2 (a negative axis counted from the end, from version 11).
+void translator::flatten(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = data_input(n, 0, "input");
+  const std::size_t rank = shape(n, x).size();
+  const std::int64_t axis = resolve_axis(n, "axis", n.int_or("axis", 1), rank, n.version >= 11, 1);
+  const std::string out = data_output(n, 0);
+  append(n, "flatten2", {{"X", {x}}}, {{"Out", {out}}}, {{"axis", to_int32(n, "axis", axis)}});
+}
+
+// Reshape -> reshape2: a constant shape as the attribute, else the Shape input.
+void translator::reshape(const node_view& n) {
+  const bool allow_zero = n.version >= 14 && n.flag("allowzero", false);
+  std::optional<std::vector<std::int64_t>> wanted;
+  std::string shape_input;
+  if (n.version < 5) {
+    n.require_inputs(1, 1);
+    wanted = n.ints("shape");
+    if (!wanted) n.refuse_attribute("shape", "is missing");
+  } else {
+    n.require_inputs(2, 2);
+    if (const TensorProto* value = constant_input(n, 1)) {
+      const Tensor t = tensor_from_proto(*value, "shape " + quoted(n.input(1)));
+      if (t.dtype() != data_type::int64 || t.dims().rank() != 1)
+        n.refuse("shape " + quoted(n.input(1)) + " must be a 1-D INT64 tensor");
+      wanted = std::vector<std::int64_t>(t.data<std::int64_t>(), t.data<std::int64_t>() + t.numel());
+    } else {
+      shape_input = n.input(1);
+      const value_type& t = type(shape_input, &n);
+      if (!t.tensor || t.elem_type != TensorProto::INT64 || !t.dims || t.dims->size() != 1)
+        n.refuse("shape " + quoted(shape_input) + " is " + type_text(t) +
+                 "; Reshape takes a 1-D INT64 tensor");
+      if (allow_zero)
+        n.refuse_attribute("allowzero",
+                           "is 1 and the shape is given at run time: a 0 in it would mean an empty "
+                           "dimension, where reshape2 copies the input's");
+      make_available(shape_input, &n, "shape");
+    }
+  }
+  require_one_output(n, "");
+  const std::string x = data_input(n, 0, "data");
+  const std::string out = data_output(n, 0);
+  if (!wanted) {
+    append(n, "reshape2", {{"X", {x}}, {"Shape", {shape_input}}}, {{"Out", {out}}}, {});
+    return;
+  }
+  int inferred = 0;
+  for (const std::int64_t d : *wanted) {
+    if (d < -1)
+      n.refuse("the shape " + dims_text(*wanted) + " has " + std::to_string(d) +
+               "; ONNX takes -1, 0 or more");
+    if (d == 0 && allow_zero)
+      n.refuse_attribute("allowzero",
+                         "is 1 and the shape has a 0 (an empty dimension), where reshape2 copies the "
+                         "input's dimension");
+    inferred += d == -1;
+  }
+  if (inferred > 1) n.refuse("the shape has more than one -1");
+  append(n, "reshape2", {{"X", {x}}}, {{"Out", {out}}}, {{"shape", to_int32s(n, "a shape extent", *wanted)}});
+}
+
+// Gemm -> gemm.
+void translator::gemm(const node_view& n) {
+  n.require_inputs(n.version >= 11 ? 2 : 3, 3);
+  require_one_output(n, "");
+  const std::string a = data_input(n, 0, "A");
+  const std::string b = data_input(n, 1, "B");
+  require_rank(n, a, 2, "Gemm's A is 2-D");
+  require_rank(n, b, 2, "Gemm's B is 2-D");
+  const bool trans_a = n.flag("transA", false), trans_b = n.flag("transB", false);
+  slot_map inputs{{"A", {a}}, {"B", {b}}};
+  const std::string y = data_output(n, 0);
+  if (n.input_count() >= 3 && !n.input(2).empty()) {
+    const std::string c = data_input(n, 2, "C");
+    if (n.version < 7 && !n.flag("broadcast", false)) {
+      const auto& cs = shape(n, c);
+      const auto& ys = known_shape(n, y, "Gemm without broadcast");
+      if (cs != ys)
+        n.refuse("C " + dims_text(cs) + " is not [M, N] " + dims_text(ys) + ", and broadcast is 0");
+    }
+    inputs.emplace("C", std::vector<std::string>{c});
+  }
+  append(n, "gemm", std::move(inputs), {{"Out", {y}}},
+         {{"alpha", n.float_or("alpha", 1.0f)},
+          {"beta", n.float_or("beta", 1.0f)},
+          {"trans_a", trans_a},
+          {"trans_b", trans_b}});
+}
+
+// MatMul -> matmul (numpy semantics).
+void translator::matmul(const node_view& n) {
+  n.require_inputs(2, 2);
+  require_one_output(n, "");
+  const std::string a = data_input(n, 0, "A");
+  const std::string b = data_input(n, 1, "B");
+  if (shape(n, a).empty() || shape(n, b).empty()) n.refuse("MatMul's operands are at least 1-D");
+  const std::string y = data_output(n, 0);
+  append(n, "matmul", {{"X", {a}}, {"Y", {b}}}, {{"Out", {y}}},
+         {{"transpose_X", false}, {"transpose_Y", false}, {"alpha", 1.0f}});
+}
+
+// Softmax -> softmax along one axis (version 13 on); before 13, the input coerced to 2-D at
+// the axis: the last axis is the same softmax, another is flatten2, softmax, reshape2 back.
+void translator::softmax(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = data_input(n, 0, "input");
+  const auto& xs = shape(n, x);
+  const std::int64_t axis =
+      resolve_axis(n, "axis", n.int_or("axis", n.version >= 13 ? -1 : 1), xs.size(), n.version >= 11);
+  const std::string y = data_output(n, 0);
+  if (n.version >= 13 || axis == std::int64_t(xs.size()) - 1) {
+    append(n, "softmax", {{"X", {x}}}, {{"Out", {y}}}, {{"axis", to_int32(n, "axis", axis)}});
+    return;
+  }
+  const auto& dims = known_shape(n, x, "Softmax before version 13 on an axis other than the last");
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end())
+    n.refuse("the input " + dims_text(dims) + " is empty; reshape2 would read its 0 as 'copy the dimension'");
+  std::int64_t rows = 1, columns = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i) (std::int64_t(i) < axis ? rows : columns) *= dims[i];
+  const std::string flat = intermediate(y, "2d", {rows, columns});
+  const std::string normalised = intermediate(y, "softmax", {rows, columns});
+  append(n, "flatten2", {{"X", {x}}}, {{"Out", {flat}}}, {{"axis", to_int32(n, "axis", axis)}});
+  append(n, "softmax", {{"X", {flat}}}, {{"Out", {normalised}}}, {{"axis", std::int32_t(1)}});
+  append(n, "reshape2", {{"X", {normalised}}}, {{"Out", {y}}}, {{"shape", to_int32s(n, "an extent", dims)}});
+}
+
+// Concat -> concat.
+void translator::concat(const node_view& n) {
+  if (n.input_count() < 1) n.refuse("has no inputs");
+  require_one_output(n, "");
+  std::vector<std::string> xs;
+  for (int i = 0; i < n.input_count(); ++i) xs.push_back(data_input(n, i, "input"));
+  if (n.version >= 4 && !n.has("axis")) n.refuse_attribute("axis", "is missing; ONNX requires it");
+  const std::size_t rank = shape(n, xs[0]).size();
+  const std::int64_t axis = resolve_axis(n, "axis", n.int_or("axis", 1), rank, n.version >= 11);
+  const std::string y = data_output(n, 0);
+  append(n, "concat", {{"X", xs}}, {{"Out", {y}}}, {{"axis", to_int32(n, "axis", axis)}});
+}
+
+// Dropout -> dropout, inference: is_test true, upscale_in_train (the output is the input).
+void translator::dropout(const node_view& n) {
+  float ratio = 0.5f;
+  if (n.version < 12) {
+    n.require_inputs(1, 1);
+    ratio = n.float_or("ratio", 0.5f);
+    if (n.version < 7 && !n.flag("is_test", false) && ratio != 0)
+      n.refuse_attribute("is_test", "is 0 (absent: 0), which asks for training; the importer maps inference");
+  } else {
+    n.require_inputs(1, 3);
+    // seed: only training draws. ratio: only training reads it; a constant one is kept.
+    if (const TensorProto* value = constant_input(n, 1)) {
+      const Tensor t = tensor_from_proto(*value, "ratio " + quoted(n.input(1)));
+      if (t.numel() != 1 || t.dims().rank() > 1)
+        n.refuse("ratio " + quoted(n.input(1)) + " is not one value");
+      if (t.dtype() == data_type::float32)
+        ratio = t.data<float>()[0];
+      else if (t.dtype() == data_type::float64)
+        ratio = float(t.data<double>()[0]);
+    }
+    if (!n.input(2).empty()) {
+      const TensorProto* mode = constant_input(n, 2);
+      if (mode == nullptr)
+        n.refuse("training_mode " + quoted(n.input(2)) +
+                 " is given at run time; the importer maps inference (training_mode a constant false)");
+      const Tensor t = tensor_from_proto(*mode, "training_mode " + quoted(n.input(2)));
+      if (t.dtype() != data_type::boolean || t.numel() != 1)
+        n.refuse("training_mode " + quoted(n.input(2)) + " is not one BOOL value");
+      if (t.data<bool>()[0]) n.refuse("training_mode is true; the importer maps inference");
+    }
+  }
+  if (!(ratio >= 0 && ratio < 1)) n.refuse("ratio " + number_text(ratio) + " is outside [0, 1)");
+  if (n.output_count() < 1 || n.output(0).empty()) n.refuse("has no output");
+  const std::string x = data_input(n, 0, "data");
+  const std::string y = data_output(n, 0);
+  slot_map outputs{{"Out", {y}}};
+  if (n.output_count() > 1) {
+    const std::string mask = n.output(1);
+    const value_type& t = type(mask, &n);
+    if (t.elem_type != TensorProto::BOOL)
+      n.refuse("mask " + quoted(mask) + " is " + type_text(t) + "; dropout's Mask is BOOL");
+    declare(mask, data_type::boolean, t.dims.value_or(std::vector<std::int64_t>{}), false);
+    outputs.emplace("Mask", std::vector<std::string>{mask});
+  }
+  append(n, "dropout", {{"X", {x}}}, std::move(outputs),
+         {{"dropout_prob", ratio},
+          {"is_test", true},
+          {"dropout_implementation", std::string("upscale_in_train")}});
+}
+
+// Constant: folded into a persistable value (declared when an operator or the graph output
+// reads it).
+void translator::constant(const node_view& n) {
+  n.require_inputs(0, 0);
+  require_one_output(n, "");
+  if (n.proto.attribute_size() != 1) n.refuse("needs exactly one value attribute");
+  const AttributeProto& a = n.proto.attribute(0);
+  TensorProto value;
+  if (a.name() == "value") {
+    value = a.t();
+  } else if (a.name() == "value_float" || a.name() == "value_floats") {
+    value.set_data_type(TensorProto::FLOAT);
+    if (a.name() == "value_float")
+      value.add_float_data(a.f());
+    else {
+      value.add_dims(a.floats_size());
+      for (const float f : a.floats()) value.add_float_data(f);
+    }
+  } else {  // value_int, value_ints
+    value.set_data_type(TensorProto::INT64);
+    if (a.name() == "value_int")
+      value.add_int64_data(a.i());
+    else {
+      value.add_dims(a.ints_size());
+      for (const std::int64_t i : a.ints()) value.add_int64_data(i);
+    }
+  }
+  // Checked now, whoever reads it: a value the importer cannot read is refused here.
+  const Tensor checked = tensor_from_proto(value, n.label + " value");
+  static_cast<void>(checked);
+  value.set_name(n.output(0));
+  folded_.push_back(std::move(value));
+  constants_[n.output(0)] = &folded_.back();
+}
+
+const std::vector<op_spec>& op_specs() {
+  using A = AttributeProto;
+  static const std::vector<op_spec> specs{
+      {"Conv",
+       {{"auto_pad", A::STRING},
+        {"dilations", A::INTS},
+        {"group", A::INT},
+        {"kernel_shape", A::INTS},
+        {"pads", A::INTS},
+        {"strides", A::INTS}},
+       &translator::conv},
+      {"BatchNormalization",
+       {{"epsilon", A::FLOAT},
+        {"momentum", A::FLOAT},
+        {"is_test", A::INT, 1, 6},
+        {"spatial", A::INT, 1, 7},
+        {"training_mode", A::INT, 14}},
+       &translator::batch_normalization},
+      {"Relu", {}, &translator::relu},
+      {"Clip", {{"min", A::FLOAT, 1, 10}, {"max", A::FLOAT, 1, 10}}, &translator::clip},
+      {"Sigmoid", {}, &translator::sigmoid},
+      {"Add", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::add},
+      {"Mul", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::mul},
+      {"MaxPool",
+       {{"auto_pad", A::STRING},
+        {"kernel_shape", A::INTS},
+        {"pads", A::INTS},
+        {"strides", A::INTS},
+        {"storage_order", A::INT, 8},
+        {"ceil_mode", A::INT, 10},
+        {"dilations", A::INTS, 10}},
+       &translator::max_pool},
+      {"AveragePool",
+       {{"auto_pad", A::STRING},
+        {"kernel_shape", A::INTS},
+        {"pads", A::INTS},
+        {"strides", A::INTS},
+        {"count_include_pad", A::INT, 7},
+        {"ceil_mode", A::INT, 10}},
+       &translator::average_pool},
+      {"GlobalAveragePool", {}, &translator::global_average_pool},
+      {"Flatten", {{"axis", A::INT}}, &translator::flatten},
+      {"Reshape", {{"shape", A::INTS, 1, 4}, {"allowzero", A::INT, 14}}, &translator::reshape},
+      {"Gemm",
+       {{"alpha", A::FLOAT},
+        {"beta", A::FLOAT},
+        {"transA", A::INT},
+        {"transB", A::INT},
+        {"broadcast", A::INT, 1, 6}},
+       &translator::gemm},
+      {"MatMul", {}, &translator::matmul},
+      {"Softmax", {{"axis", A::INT}}, &translator::softmax},
+      {"Concat", {{"axis", A::INT}}, &translator::concat},
+      {"Dropout",
+       {{"is_test", A::INT, 1, 6}, {"ratio", A::FLOAT, 1, 11}, {"seed", A::INT, 12}},
+       &translator::dropout},
+      {"Identity", {}, &translator::identity},
+      {"Constant",
+       {{"value", A::TENSOR},
+        {"value_float", A::FLOAT, 12},
+        {"value_floats", A::FLOATS, 12},
+        {"value_int", A::INT, 12},
+        {"value_ints", A::INTS, 12}},
+       &translator::constant},
+  };
+  return specs;
+}
+
+// The values of a typed field of a TensorProto into a tensor's storage; integers checked
+// against their data type's range first.
+template <class T, class Field>
+void copy_values(const Field& field, Tensor& out) {
+  T* to = static_cast<T*>(out.mutable_handle());
+  std::int64_t i = 0;
+  for (const auto value : field) to[i++] = static_cast<T>(value);
+}
+template <class T, class Field>
+void copy_integers(const Field& field, Tensor& out, const std::string& what, std::int64_t low,
+                   std::int64_t high) {
+  for (const auto value : field)
+    if (std::int64_t(value) < low || std::int64_t(value) > high)
+      throw refused(what + ": the value " + std::to_string(value) + " does not fit its data type");
+  copy_values<T>(field, out);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+const std::vector<std::string>& supported_op_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> out;
+    for (const op_spec& s : op_specs()) out.emplace_back(s.type);
+    return out;
+  }();
+  return types;
+}
+
+std::string onnx_type_name(int elem_type) {
+  return TensorProto::DataType_IsValid(elem_type)
+             ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(elem_type))
+             : "data type " + std::to_string(elem_type);
+}
+
+std::optional<data_type> data_type_of_onnx(int elem_type) {
+  switch (elem_type) {
+    case TensorProto::FLOAT:
+      return data_type::float32;
+    case TensorProto::DOUBLE:
+      return data_type::float64;
+    case TensorProto::FLOAT16:
+      return data_type::float16;
+    case TensorProto::BFLOAT16:
+      return data_type::bfloat16;
+    case TensorProto::INT8:
+      return data_type::int8;
+    case TensorProto::UINT8:
+      return data_type::uint8;
+    case TensorProto::INT16:
+      return data_type::int16;
+    case TensorProto::INT32:
+      return data_type::int32;
+    case TensorProto::INT64:
+      return data_type::int64;
+    case TensorProto::BOOL:
+      return data_type::boolean;
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+TensorProto::DataType onnx_type_of(data_type d) {
+  switch (d) {
+    case data_type::float32:
+      return TensorProto::FLOAT;
+    case data_type::float64:
+      return TensorProto::DOUBLE;
+    case data_type::float16:
+      return TensorProto::FLOAT16;
+    case data_type::bfloat16:
+      return TensorProto::BFLOAT16;
+    case data_type::int8:
+      return TensorProto::INT8;
+    case data_type::uint8:
+      return TensorProto::UINT8;
+    case data_type::int16:
+      return TensorProto::INT16;
+    case data_type::int32:
+      return TensorProto::INT32;
+    case data_type::int64:
+      return TensorProto::INT64;
+    case data_type::boolean:
+      return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+}  // namespace
+
+onnx::ModelProto parse_model(std::string_view bytes, std::string_view source) {
+  silence_protobuf_log();
+  onnx::ModelProto model;
+  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()))
+    throw refused(
+        std::string(source) + ": " + std::to_string(bytes.size()) +
+        " bytes; protobuf reads models below 2 GiB (larger ones keep their weights as external data, "
+        "which the importer does not read)");
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw refused(std::string(source) + ": not an ONNX model: protobuf could not parse it as a ModelProto (" +
+                  std::to_string(bytes.size()) + " bytes; truncated or corrupt?)");
+  if (!model.has_graph())
+    throw refused(std::string(source) + ": not an ONNX model: it has no graph (truncated or corrupt?)");
+  return model;
+}
+
+std::vector<graph_value> model_inputs(const onnx::ModelProto& model) {
+  std::set<std::string, std::less<>> initialized;
+  for (const TensorProto& init : model.graph().initializer()) initialized.insert(init.name());
+  std::vector<graph_value> out;
+  for (const auto& input : model.graph().input()) {
+    if (initialized.contains(input.name())) continue;
+    const value_type t = type_of_proto(input.type());
+    if (!t.tensor)
+      throw refused("graph input " + quoted(input.name()) + " is not a tensor (a sequence, map or optional)");
+    const auto dtype = data_type_of_onnx(t.elem_type);
+    if (!dtype)
+      throw refused("graph input " + quoted(input.name()) + " is " + onnx_type_name(t.elem_type) +
+                    ", a data type fluidk has not");
+    if (t.dims && t.dims->size() > max_rank)
+      throw refused("graph input " + quoted(input.name()) + " has rank " + std::to_string(t.dims->size()) +
+                    "; fluidk's tensors have at most " + std::to_string(max_rank) + " dimensions");
+    out.push_back({input.name(), *dtype, t.dims});
+  }
+  return out;
+}
+
+void check_inputs(const std::vector<graph_value>& declared, const std::vector<Tensor>& given,
+                  const std::vector<std::string>& sources) {
+  if (given.size() != declared.size()) {
+    std::string names;
+    for (const graph_value& v : declared) names += (names.empty() ? "" : ", ") + quoted(v.name);
+    throw refused("the model takes " + std::to_string(declared.size()) + " input" +
+                  (declared.size() == 1 ? "" : "s") + (names.empty() ? "" : " (" + names + ")") + ", but " +
+                  std::to_string(given.size()) + (given.size() == 1 ? " was" : " were") + " given");
+  }
+  for (std::size_t k = 0; k < given.size(); ++k) {
+    const graph_value& want = declared[k];
+    const Tensor& t = given[k];
+    const std::vector<std::int64_t> have(t.dims().begin(), t.dims().end());
+    const std::string label = "input " + std::to_string(k) + " " + quoted(want.name) +
+                              (k < sources.size() ? " (from " + sources[k] + ")" : std::string());
+    if (t.dtype() != want.dtype)
+      throw refused(label + " is " + onnx_type_name(onnx_type_of(t.dtype())) + "; the model declares " +
+                    onnx_type_name(onnx_type_of(want.dtype)));
+    if (!want.dims) continue;
+    bool fits = want.dims->size() == have.size();
+    for (std::size_t i = 0; fits && i < have.size(); ++i)
+      fits = (*want.dims)[i] < 0 || (*want.dims)[i] == have[i];
+    if (!fits)
+      throw refused(label + " has shape " + dims_text(have) + "; the model declares " +
+                    dims_text(*want.dims) + " (? takes any extent)");
+  }
+}
+
+imported_model translate(onnx::ModelProto model, const std::vector<dims>* input_dims, const options& opts) {
+  for (const auto& [op_type, place_text] : opts.op_device) {
+    const auto& types = supported_op_types();
+    if (std::find(types.begin(), types.end(), op_type) == types.end())
+      throw refused("--op-device " + op_type + "=" + place_text + ": " + quoted(op_type) +
+                    " is not an ONNX op type the importer maps");
+  }
+  return translator(std::move(model), input_dims, opts).run();
+}
+
+imported_model import_model(std::string_view bytes, std::string_view source,
+                            const std::vector<dims>* input_dims, const options& opts) {
+  return translate(parse_model(bytes, source), input_dims, opts);
+}
+
+Tensor tensor_from_proto(const TensorProto& proto, std::string_view what) {
+  const std::string label(what);
+  if (proto.data_location() == TensorProto::EXTERNAL || proto.external_data_size() > 0)
+    throw refused(
+        label +
+        ": its data is external (data_location EXTERNAL); the importer reads data inside the model only");
+  if (proto.has_segment()) throw refused(label + ": a segment of a tensor is not supported");
+  const auto dtype = data_type_of_onnx(proto.data_type());
+  if (!dtype)
+    throw refused(label + ": data type " + onnx_type_name(proto.data_type()) + " is not one fluidk has");
+  if (std::size_t(proto.dims_size()) > max_rank)
+    throw refused(label + ": rank " + std::to_string(proto.dims_size()) + "; fluidk's tensors have at most " +
+                  std::to_string(max_rank) + " dimensions");
+  const std::vector<std::int64_t> extents(proto.dims().begin(), proto.dims().end());
+  for (const std::int64_t e : extents)
+    if (e < 0) throw refused(label + ": negative dimension in " + dims_text(extents));
+  dims shape;
+  try {
+    shape = dims(std::span<const std::int64_t>(extents));
+  } catch (const error& e) {
+    throw refused(label + ": " + detail::unprefixed(e));
+  }
+  const std::uint64_t count = std::uint64_t(shape.numel());
+  const std::size_t element = size_of(*dtype);
+  const std::string type_name = onnx_type_name(proto.data_type());
+
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() % element != 0 || raw.size() / element != count)
+      throw refused(label + ": raw_data holds " + std::to_string(raw.size()) + " bytes; " +
+                    dims_text(extents) + " of " + type_name + " takes " + std::to_string(count) + " x " +
+                    std::to_string(element));
+    Tensor out(shape, *dtype);
+    if (count > 0) std::memcpy(out.mutable_handle(), raw.data(), raw.size());
+    if (*dtype == data_type::boolean) {
+      const auto* bytes = static_cast<const unsigned char*>(out.handle());
+      for (std::uint64_t i = 0; i < count; ++i)
+        if (bytes[i] > 1)
+          throw refused(label + ": a BOOL byte is " + std::to_string(bytes[i]) + ", not 0 or 1");
+    }
+    return out;
+  }
+  auto check_count = [&](int have, const char* field) {
+    if (std::uint64_t(have) != count)
+      throw refused(label + ": " + field + " holds " + std::to_string(have) + " values; " +
+                    dims_text(extents) + " of " + type_name + " takes " + std::to_string(count));
+  };
+  Tensor out;
+  switch (*dtype) {
+    case data_type::float32:
+      check_count(proto.float_data_size(), "float_data");
+      out = Tensor(shape, *dtype);
+      copy_values<float>(proto.float_data(), out);
+      break;
+    case data_type::float64:
+      check_count(proto.double_data_size(), "double_data");
+      out = Tensor(shape, *dtype);
+      copy_values<double>(proto.double_data(), out);
+      break;
+    case data_type::int64:
+      check_count(proto.int64_data_size(), "int64_data");
+      out = Tensor(shape, *dtype);
+      copy_values<std::int64_t>(proto.int64_data(), out);
+      break;
+    default: {
+      check_count(proto.int32_data_size(), "int32_data");
+      out = Tensor(shape, *dtype);
+      const auto& field = proto.int32_data();
+      switch (*dtype) {
+        case data_type::int32:
+          copy_integers<std::int32_t>(field, out, label, INT32_MIN, INT32_MAX);
+          break;
+        case data_type::int16:
+          copy_integers<std::int16_t>(field, out, label, INT16_MIN, INT16_MAX);
+          break;
+        case data_type::int8:
+          copy_integers<std::int8_t>(field, out, label, INT8_MIN, INT8_MAX);
+          break;
+        case data_type::uint8:
+          copy_integers<std::uint8_t>(field, out, label, 0, UINT8_MAX);
+          break;
+        case data_type::boolean:
+          copy_integers<bool>(field, out, label, 0, 1);
+          break;
+        default:
+          copy_integers<std::uint16_t>(field, out, label, 0, UINT16_MAX);
+          break;  // float16, bfloat16 bits
+      }
+    }
+  }
+  return out;
+}
+
+TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name) {
+  if (tensor.place() != cpu_place) throw error("tensor_to_proto: " + name + " is not on the CPU");
+  if (tensor.layout().plain() != tensor.layout())
+    throw error("tensor_to_proto: " + name + " is in layout " + std::string(name_of(tensor.layout())) +
+                ", not row-major");
+  TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(onnx_type_of(tensor.dtype()));
+  for (const std::int64_t d : tensor.dims()) proto.add_dims(d);
+  const std::size_t bytes = std::size_t(tensor.numel()) * size_of(tensor.dtype());
+  if (bytes > 0)
+    proto.set_raw_data(static_cast<const char*>(tensor.handle()) + tensor.offset(), bytes);
+  else
+    proto.set_raw_data(std::string());
+  return proto;
+}
+
+Tensor read_tensor_file(const std::string& path, std::string* name) {
+  silence_protobuf_log();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw refused(path + ": cannot open it");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TensorProto proto;
+  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw refused(
+        path + ": not an ONNX tensor: protobuf could not parse it as a TensorProto (truncated or corrupt?)");
+  if (name != nullptr) *name = proto.name();
+  return tensor_from_proto(proto, path);
+}
+
+void write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name) {
+  const TensorProto proto = tensor_to_proto(tensor, name);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !proto.SerializeToOstream(&out) || !out.flush()) throw error("cannot write " + path);
+}
+
+}  // namespace fluidk::onnx_import
