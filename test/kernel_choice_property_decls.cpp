@@ -111,7 +111,7 @@ struct request {
   using label_type =
       mp_at_c<mp_list<no_input_t, typed_tensor<cpu, float>, typed_tensor<cpu, std::int64_t>>, label>;
   using fallback = mp_at_c<
-      mp_list<operator_fallback, with_fallback<fallback_policy::none>, with_fallback<fallback_policy::cpu>>,
+      mp_list<operator_fallback, with_fallback<fallback_policy::strict>, with_fallback<fallback_policy::cpu>>,
       policy>;
   using target_type = target<mp_at_c<places, where>, mp_at_c<libraries, lib>, fallback>;
 };

@@ -62,7 +62,7 @@ runtime_request runtime_request_of(std::size_t r) {
   const std::size_t x = r % 12;
   constexpr data_layout layouts[] = {data_layout::any, data_layout::nchw, data_layout_of<layout::nChw8c>};
   const place places_[] = {cpu_place, place::of<npu>(0)};
-  const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none,
+  const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::strict,
                                                      fallback_policy::cpu};
   return {places_[x / 6],
           places_[(r / 36) % 2],

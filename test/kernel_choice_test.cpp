@@ -1,6 +1,7 @@
 // The rules of kernel choice (kernel_choice.hpp), one regression test per way the paths
 // used to disagree or go wrong: the static path, the runtime call (run_operator) and the
 // executor pick the same kernel and prepare inputs the same way.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -418,6 +419,71 @@ kernel_key key_from_words(const std::string& text) {
   return {parse_place(p), parse_data_type(d), parse_data_layout(l), parse_library_type(lib)};
 }
 }  // namespace
+
+namespace {
+// 12. An operator with only plain kernels and the default policy (none).
+struct plain_only {
+  static constexpr std::string_view name = "kc_plain_only";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(any_kernel<float>{}));
+};
+}  // namespace
+
+TEST_CASE("12. a library request without a kernel of that library runs the plain kernel on every path, "
+          "counted once, unless the policy is strict",
+          "[kernel_choice]") {
+  const operator_info& op = register_operator<plain_only>();
+  const kernel_key asked = kernel_type<cpu, float, layout::any, library::onednn>::key();
+  const kernel_key plain = kernel_type<cpu, float>::key();
+  std::vector<fallback_event> reported;
+  operator_registry::instance().set_fallback_reporter([&](const fallback_event& e) { reported.push_back(e); });
+
+  // Static: use_onednn as the target's library compiles and runs the plain kernel.
+  using x_type = typed_tensor<cpu, float>;
+  static_assert(std::is_same_v<static_kernel_type<plain_only, target<cpu, library::onednn>, x_type>,
+                               kernel_type<cpu, float>>);
+  static_assert(std::is_void_v<static_kernel_type<
+                    plain_only, target<cpu, library::onednn, with_fallback<fallback_policy::strict>>, x_type>>);
+  x_type x({4});
+  Tensor y;
+  last = {};
+  run<plain_only>(target<cpu, library::onednn>(), inputs(x), outputs(y));
+  CHECK(last.kernel == "any");
+  CHECK(last.key == plain);
+
+  // Runtime call and explain.
+  Scope scope;
+  scope.var("x").set(LoDTensor(filled({4}, data_type::float32)));
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("out")}};
+  const attribute_map onednn{{"use_onednn", true}};
+  const kernel_choice choice = run_operator(op, cpu_place, in, out, onednn);
+  CHECK(choice.chosen == plain);
+  CHECK(choice.fell_back);
+  const std::string text = explain(op, cpu_place, in, onednn);
+  INFO(text);
+  CHECK(text.find("(fallback)") != std::string::npos);
+  CHECK(text.find(asked.to_string()) != std::string::npos);
+
+  // Executor: the plain kernel, counted as a fallback on each run.
+  Executor executor(cpu_place);
+  CHECK(run_in_executor(executor, scope, "kc_plain_only", {{"X", {"x"}}}, onednn) == plain);
+  CHECK(executor.stats().fallbacks == 1);
+
+  // Counted every time, reported once per operator and expected key.
+  CHECK(operator_registry::instance().fallback_count("kc_plain_only", asked) == 3);
+  CHECK(std::count_if(reported.begin(), reported.end(),
+                      [](const fallback_event& e) { return e.op == "kc_plain_only"; }) == 1);
+
+  // A plain request is no fallback; strict refuses the library request on both run-time paths.
+  CHECK_FALSE(run_operator(op, cpu_place, in, out).fell_back);
+  operator_registry::instance().set_global_fallback(fallback_policy::strict);
+  CHECK_THROWS_AS(run_operator(op, cpu_place, in, out, onednn), not_registered);
+  CHECK_THROWS_AS(run_in_executor(executor, scope, "kc_plain_only", {{"X", {"x"}}}, onednn), not_registered);
+  CHECK_FALSE(run_operator(op, cpu_place, in, out).fell_back);
+  operator_registry::instance().set_global_fallback(std::nullopt);
+  operator_registry::instance().set_fallback_reporter(nullptr);
+}
 
 TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the executor",
           "[kernel_choice][docs]") {

@@ -4,7 +4,8 @@
 //      library), from the operator's configuration, the keys of its inputs and the request;
 //   2. match_kernel / choose_registered_kernel: the registered kernel that serves that key
 //      (exact, then layout ANY, then another layout of the same place, type and library,
-//      then the fallbacks the policy allows);
+//      then the plain kernel of the same place for a library request, then the fallbacks
+//      the policy allows);
 //   3. input_target_key / needs_transform: what each input is transformed to, and whether
 //      that is a transform at all.
 //
@@ -26,9 +27,14 @@ namespace fluidk {
 
 // What to do when an operator has no kernel for its expected kernel type.
 enum class fallback_policy : std::uint8_t {
-  none,  // an error: at compile time in the static path, an exception at run time
-  cpu,   // the plain kernel of the same place, then the CPU kernel of the library asked
-         // for, then the CPU's plain kernel (each of the same data type)
+  none,    // the default: only a library request falls back, to the plain kernel of the same
+           // place (use_onednn on an operator without a oneDNN kernel, as Fluid's operator.cc
+           // does: "missing MKLDNN kernel: fallbacking to PLAIN one"); anything else is an
+           // error, at compile time in the static path, an exception at run time
+  cpu,     // the plain kernel of the same place, then the CPU kernel of the library asked
+           // for, then the CPU's plain kernel (each of the same data type)
+  strict,  // no fallback at all: a library request without a kernel of that library is an
+           // error too
 };
 
 // An operator's configuration as the rules read it: plain values, the same on both paths.
@@ -175,9 +181,11 @@ constexpr kernel_key on_device(const kernel_key& registered, const place& where)
                                                                    : place(registered.place().kind(), 0));
 }
 
-// Rule 2. The kernel for an expected key under a fallback policy: rule 2a for the key;
-// then, only with fallback_policy::cpu, rule 2a for the key with the plain library, for the
-// key on the CPU, and for the key on the CPU with the plain library, in that order.
+// Rule 2. The kernel for an expected key under a fallback policy: rule 2a for the key; then,
+// unless the policy is strict, rule 2a for the key with the plain library (a library request
+// falls back to the plain kernel of the same place); then, only with fallback_policy::cpu,
+// rule 2a for the key on the CPU, and for the key on the CPU with the plain library, in that
+// order.
 constexpr selection choose_registered_kernel(std::span<const kernel_key> keys, const kernel_key& expected,
                                              fallback_policy policy) noexcept {
   selection out;
@@ -187,13 +195,14 @@ constexpr selection choose_registered_kernel(std::span<const kernel_key> keys, c
     out.chosen = on_device(keys[i], expected.place());
     return out;
   }
-  if (policy != fallback_policy::cpu) return out;
+  if (policy == fallback_policy::strict) return out;
   const kernel_key candidates[] = {expected.with_library(library_type::plain), expected.with_place(cpu_place),
                                    expected.with_place(cpu_place).with_library(library_type::plain)};
-  for (const kernel_key& candidate : candidates) {
-    if (const std::size_t i = match_kernel(keys, candidate); i != selection_rules::none) {
+  const std::size_t tried = policy == fallback_policy::cpu ? 3 : 1;
+  for (std::size_t c = 0; c < tried; ++c) {
+    if (const std::size_t i = match_kernel(keys, candidates[c]); i != selection_rules::none) {
       out.index = i;
-      out.chosen = on_device(keys[i], candidate.place());
+      out.chosen = on_device(keys[i], candidates[c].place());
       out.fell_back = true;
       return out;
     }

@@ -122,10 +122,12 @@ class operator_info {
     if (i >= sub->size) [[unlikely]]
       return lookup_outside(expected, policy, sub);
     const table_entry& e = sub->entries()[i];
-    if (e.strict == unknown) [[unlikely]]
+    if (e.exact == unknown) [[unlikely]]
       return lookup_outside(expected, policy, sub);
-    const std::uint16_t k = policy == fallback_policy::cpu ? e.with_cpu_fallback : e.strict;
-    return {k == no_entry ? selection_rules::none : std::size_t(k), e.strict == no_entry && k != no_entry};
+    const std::uint16_t k = policy == fallback_policy::cpu      ? e.with_cpu_fallback
+                            : policy == fallback_policy::strict ? e.exact
+                                                                : e.library_fallback;
+    return {k == no_entry ? selection_rules::none : std::size_t(k), e.exact == no_entry && k != no_entry};
   }
 
   std::string registered_keys() const {
@@ -145,7 +147,8 @@ class operator_info {
   static constexpr std::uint16_t no_entry = 0xffff;
   static constexpr std::uint16_t unknown = 0xfffe;  // an id no layout or library had at the build
   struct table_entry {
-    std::uint16_t strict = no_entry;             // fallback_policy::none
+    std::uint16_t exact = no_entry;              // fallback_policy::strict
+    std::uint16_t library_fallback = no_entry;   // fallback_policy::none
     std::uint16_t with_cpu_fallback = no_entry;  // fallback_policy::cpu
   };
   // The table of one place kind, indexed by the key's ordinal within its kind (layout id,
@@ -172,11 +175,9 @@ class operator_info {
   static_assert(alignof(table_entry) <= alignof(subtable) && std::is_trivially_destructible_v<table_entry>);
 
   match choose(const kernel_key& expected, fallback_policy policy) const {
-    const std::size_t strict = choose_registered_kernel(rules_.keys, expected, fallback_policy::none).index;
-    const std::size_t i = policy == fallback_policy::cpu
-                              ? choose_registered_kernel(rules_.keys, expected, policy).index
-                              : strict;
-    return {i, strict == selection_rules::none && i != selection_rules::none};
+    const std::size_t exact = choose_registered_kernel(rules_.keys, expected, fallback_policy::strict).index;
+    const std::size_t i = choose_registered_kernel(rules_.keys, expected, policy).index;
+    return {i, exact == selection_rules::none && i != selection_rules::none};
   }
 
   // A key the table does not answer: its layout or library was registered after the table was
@@ -184,7 +185,7 @@ class operator_info {
   match lookup_outside(const kernel_key& expected, fallback_policy policy, const subtable* seen) const {
     const subtable& sub = build_table(expected.place().kind(), seen);
     const std::size_t i = expected.ordinal_in_kind();
-    if (i < sub.size && sub.entries()[i].strict != unknown) return lookup(expected, policy);
+    if (i < sub.size && sub.entries()[i].exact != unknown) return lookup(expected, policy);
     return choose(expected, policy);
   }
 
@@ -208,7 +209,7 @@ class operator_info {
       const layout_info* layout = layouts.find(i / data_type_count / max_libraries);
       const library_info* library = libraries.find(i / data_type_count % max_libraries);
       if (layout == nullptr || library == nullptr) {
-        sub->entries()[i] = {unknown, unknown};
+        sub->entries()[i] = {unknown, unknown, unknown};
         continue;
       }
       const kernel_key key(where, data_type(i % data_type_count), data_layout(*layout),
@@ -217,7 +218,8 @@ class operator_info {
         const std::size_t k = choose_registered_kernel(rules_.keys, key, policy).index;
         return k == selection_rules::none ? no_entry : std::uint16_t(k);
       };
-      sub->entries()[i] = {index(fallback_policy::none), index(fallback_policy::cpu)};
+      sub->entries()[i] = {index(fallback_policy::strict), index(fallback_policy::none),
+                           index(fallback_policy::cpu)};
     }
     if (built != nullptr) retired_.push_back(built);
     slot.store(sub, std::memory_order_release);
