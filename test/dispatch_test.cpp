@@ -511,7 +511,8 @@ TEST_CASE("the static path refuses attributes that ask for another place or libr
   CHECK(last_kernel == "scale cpu");
 }
 
-TEST_CASE("fallback: an error without a policy, counted and reported once with one", "[dispatch][fallback]") {
+TEST_CASE("fallback: an error without a policy but for a library request, counted and reported once",
+          "[dispatch][fallback]") {
   Scope scope;
   scope.var("x").set(LoDTensor(filled({3}, data_type::float32, place::of<npu>(0))));
   Variable& out = scope.var("out");
@@ -545,11 +546,33 @@ TEST_CASE("fallback: an error without a policy, counted and reported once with o
         3);
 
   // From oneDNN to the plain kernel on the same place.
-  CHECK(choose_kernel(scale_fallback_info, kernel_type<cpu, float, layout::any, library::onednn>::key())
-            .chosen == kernel_type<cpu, float>::key());
-  // The global policy turns every fallback off, or on.
+  const kernel_key onednn_float = kernel_type<cpu, float, layout::any, library::onednn>::key();
+  CHECK(choose_kernel(scale_fallback_info, onednn_float).chosen == kernel_type<cpu, float>::key());
+  // So too without a policy (none): a library request is a preference, as in Fluid, counted
+  // and reported once as the CPU fallback is.
+  reports.clear();
+  for (int i = 0; i < 2; ++i) {
+    const kernel_choice choice = choose_kernel(scale_none_info, onednn_float);
+    CHECK(choice.chosen == kernel_type<cpu, float>::key());
+    CHECK(choice.fell_back);
+  }
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0] == "scale_no_fallback: " + onednn_float.to_string() + " -> " +
+                          kernel_type<cpu, float>::key().to_string());
+  CHECK(operator_registry::instance().fallback_count("scale_no_fallback", onednn_float) == 2);
+  static_assert(
+      std::is_same_v<static_kernel_type<scale_none, target<cpu, library::onednn>, typed_tensor<cpu, float>>,
+                     kernel_type<cpu, float>>);
+  // The global policy: none turns the CPU fallback off and keeps the library one; strict turns
+  // every fallback off; cpu turns them on.
   operator_registry::instance().set_global_fallback(fallback_policy::none);
   CHECK_THROWS_AS(run_operator(scale_fallback_info, place::of<npu>(0), in, outs), not_registered);
+  CHECK(choose_kernel(scale_fallback_info, onednn_float).fell_back);
+  operator_registry::instance().set_global_fallback(fallback_policy::strict);
+  CHECK_THROWS_AS(run_operator(scale_fallback_info, place::of<npu>(0), in, outs), not_registered);
+  CHECK_THROWS_AS(choose_kernel(scale_fallback_info, onednn_float), not_registered);
+  CHECK_THROWS_AS(choose_kernel(scale_none_info, onednn_float), not_registered);
+  CHECK_FALSE(choose_kernel(scale_none_info, kernel_type<cpu, float>::key()).fell_back);
   operator_registry::instance().set_global_fallback(fallback_policy::cpu);
   CHECK(choose_kernel(scale_none_info, kernel_type<npu, double>::key()).fell_back);
   operator_registry::instance().set_global_fallback(std::nullopt);

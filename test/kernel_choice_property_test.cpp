@@ -1,6 +1,7 @@
 // A property of kernel choice: the static path, the runtime call and the executor pick the
 // same kernel, or agree that there is none, for every operator declaration and request
-// (the declarations and their static picks: kernel_choice_property_decls.cpp).
+// (the declarations and their static picks: kernel_choice_property_decls.cpp); and what they
+// agree on keeps a library request a preference (check_library_preference).
 #include "kernel_choice_property.hpp"
 
 #include <catch2/catch.hpp>
@@ -79,7 +80,7 @@ Tensor make(data_type dtype, data_layout layout, const place& where) {
   return where == cpu_place ? t : copy_to(t, where);
 }
 
-std::size_t checked = 0;
+std::size_t checked = 0, checked_preferences = 0;
 
 // Compares the runtime picks of one declaration with its static ones (not a template: the
 // same code serves every declaration).
@@ -118,6 +119,31 @@ void check_declaration(const operator_info& info, std::span<const std::size_t> s
   }
 }
 
+// The library preference, against the outcomes the paths agree on: under every policy but
+// strict, a oneDNN request runs a oneDNN kernel or exactly what the same request without it
+// runs (the plain kernel of the same place, as Fluid falls back, or what the policy allows
+// after it), so it is never refused where the plain request is served; under strict, it runs
+// a oneDNN kernel or none.
+void check_library_preference(const operator_info& info, std::span<const std::size_t> statics) {
+  const auto onednn_kernel = [](std::size_t outcome) {
+    return outcome < key_count && (outcome / 6) % 2 == 1;
+  };
+  for (std::size_t r = 0; r < request_count; ++r) {
+    const runtime_request q = runtime_request_of(r);
+    if (q.lib != library_type_of<library::onednn>) continue;
+    const std::size_t asked = statics[r], plain = statics[r - 72];  // the same request, library plain
+    const bool holds = q.policy.value_or(info.fallback()) == fallback_policy::strict
+                           ? asked >= key_count || onednn_kernel(asked)
+                           : onednn_kernel(asked) || asked == plain;
+    if (!holds) {
+      INFO(info.name() << " request " << r << ": with use_onednn " << describe(asked) << ", without "
+                       << describe(plain));
+      CHECK(false);
+    }
+    ++checked_preferences;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the static path, the runtime call and the executor choose the same kernel",
@@ -125,9 +151,13 @@ TEST_CASE("the static path, the runtime call and the executor choose the same ke
   operator_registry::instance().set_fallback_reporter([](const fallback_event&) {});
   const std::vector<declared> all = declarations();
   REQUIRE(all.size() == declaration_count);
-  for (const declared& d : all) check_declaration(*d.info, d.statics);
+  for (const declared& d : all) {
+    check_declaration(*d.info, d.statics);
+    check_library_preference(*d.info, d.statics);
+  }
   operator_registry::instance().set_fallback_reporter(nullptr);
   CHECK(checked == declaration_count * request_count);
+  CHECK(checked_preferences == declaration_count * request_count / 2);
   WARN(declaration_count << " declarations x " << request_count << " requests = " << checked
                          << " choices compared");
 }

@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fluidk/devices/onednn_tags.hpp>
+#include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
+#include <fluidk/program.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/static_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -430,21 +433,24 @@ struct plain_only {
 };
 }  // namespace
 
-TEST_CASE("12. a library request without a kernel of that library runs the plain kernel on every path, "
-          "counted once, unless the policy is strict",
-          "[kernel_choice]") {
+TEST_CASE(
+    "12. a library request without a kernel of that library runs the plain kernel on every path, "
+    "counted once, unless the policy is strict",
+    "[kernel_choice]") {
   const operator_info& op = register_operator<plain_only>();
   const kernel_key asked = kernel_type<cpu, float, layout::any, library::onednn>::key();
   const kernel_key plain = kernel_type<cpu, float>::key();
   std::vector<fallback_event> reported;
-  operator_registry::instance().set_fallback_reporter([&](const fallback_event& e) { reported.push_back(e); });
+  operator_registry::instance().set_fallback_reporter(
+      [&](const fallback_event& e) { reported.push_back(e); });
 
   // Static: use_onednn as the target's library compiles and runs the plain kernel.
   using x_type = typed_tensor<cpu, float>;
   static_assert(std::is_same_v<static_kernel_type<plain_only, target<cpu, library::onednn>, x_type>,
                                kernel_type<cpu, float>>);
-  static_assert(std::is_void_v<static_kernel_type<
-                    plain_only, target<cpu, library::onednn, with_fallback<fallback_policy::strict>>, x_type>>);
+  static_assert(
+      std::is_void_v<static_kernel_type<
+          plain_only, target<cpu, library::onednn, with_fallback<fallback_policy::strict>>, x_type>>);
   x_type x({4});
   Tensor y;
   last = {};
@@ -485,6 +491,130 @@ TEST_CASE("12. a library request without a kernel of that library runs the plain
   operator_registry::instance().set_fallback_reporter(nullptr);
 }
 
+namespace {
+// 13. A program that asks every operator for oneDNN (Paddle's FLAGS_use_mkldnn): one operator
+// has a oneDNN kernel, the other only plain ones (and the default policy, none).
+template <class T>
+struct onednn_kernel {
+  using dtype = T;
+  void operator()(execution_context& ctx) const { record("onednn", ctx); }
+};
+struct has_onednn {
+  static constexpr std::string_view name = "kc_has_onednn";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(any_kernel<float>{}),
+                                               kernels_on<cpu, library::onednn>(onednn_kernel<float>{}));
+};
+struct no_onednn {
+  static constexpr std::string_view name = "kc_no_onednn";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(any_kernel<float>{}));
+};
+
+std::size_t occurrences(const std::string& text, std::string_view what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE(
+    "13. use_onednn on every operator of a prepared program: the plain kernel where there is no oneDNN "
+    "one, counted on every run, reported once, traced, drawn, explained; strict refuses it",
+    "[kernel_choice]") {
+  register_operator<has_onednn>();
+  const operator_info& op = register_operator<no_onednn>();
+  auto& registry = operator_registry::instance();
+  const kernel_key asked = kernel_type<cpu, float, layout::any, library::onednn>::key();
+  const kernel_key plain = kernel_type<cpu, float>::key();
+  std::vector<fallback_event> reported;
+  registry.set_fallback_reporter([&](const fallback_event& e) {
+    if (e.op == "kc_no_onednn") reported.push_back(e);
+  });
+
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var x : LoDTensor float [4]\n"
+      "  op kc_has_onednn (X: x) -> (Out: a) {use_onednn: bool true}\n"
+      "  op kc_no_onednn (X: a) -> (Out: b) {use_mkldnn: bool true}\n");
+  Scope scope;
+  scope.var("x").set(LoDTensor(filled({4}, data_type::float32)));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.block(0), scope);
+  std::vector<op_trace> first, second;
+  executor.trace_into(&first);
+  executor.run(prepared);
+  CHECK(last.kernel == "any");
+  executor.trace_into(&second);
+  executor.run(prepared);
+  executor.trace_into(nullptr);
+  CHECK(last.kernel == "any");
+
+  // The operator with a oneDNN kernel runs it; the other runs its plain kernel as a fallback.
+  REQUIRE(first.size() == 2);
+  CHECK(first[0].chosen == asked);
+  CHECK_FALSE(first[0].fell_back);
+  CHECK(first[1].expected == asked);
+  CHECK(first[1].chosen == plain);
+  CHECK(first[1].fell_back);
+  REQUIRE(second.size() == 2);
+  CHECK(second[1].fell_back);  // the second run chose from its memo: still a fallback
+  CHECK(executor.stats().fallbacks == 2);
+  CHECK(registry.fallback_count("kc_no_onednn", asked) == 2);
+  REQUIRE(reported.size() == 1);
+  CHECK(reported[0].expected == asked);
+  CHECK(reported[0].chosen == plain);
+  const std::string dot = to_dot(program, first);
+  CHECK(occurrences(dot, "class=\"fallback\"") == 1);
+  CHECK_THAT(dot, Catch::Contains("fallback: no kernel for\\nfloat ANY_LAYOUT ONEDNN"));
+
+  // explain says which kernel and that it is a fallback.
+  const std::vector<std::vector<Variable*>> in{{&scope.get("a")}};
+  const attribute_map onednn{{"use_onednn", true}};
+  CHECK_THAT(explain(op, cpu_place, in, onednn),
+             Catch::Contains("  expected: " + asked.to_string() + "\n  kernel:   " + plain.to_string() +
+                             " (fallback)\n"));
+
+  // The static path, with the request as the target's library and as an attribute.
+  using x_type = typed_tensor<cpu, float>;
+  static_assert(static_selection<no_onednn, target<cpu, library::onednn>, void, x_type>.fell_back);
+  static_assert(static_selection<no_onednn, target<cpu, library::onednn, with_fallback<fallback_policy::none>>,
+                                 void, x_type>
+                    .fell_back);
+  static_assert(static_selection<no_onednn, target<cpu, library::onednn, with_fallback<fallback_policy::strict>>,
+                                 void, x_type>
+                    .status() == selection_status::no_kernel);
+  x_type x({4});
+  Tensor y;
+  run<no_onednn>(target<cpu, library::onednn>(), inputs(x), outputs(y), onednn);
+  CHECK(last.key == plain);
+  CHECK(registry.fallback_count("kc_no_onednn", asked) == 3);
+  CHECK(reported.size() == 1);
+
+  // Strict, set after the program was prepared, turns the fallback off: the executor, the
+  // runtime call and explain all say there is no kernel.
+  registry.set_global_fallback(fallback_policy::strict);
+  CHECK_THROWS_WITH(executor.run(prepared),
+                    Catch::Contains("Operator (kc_no_onednn) does not have kernel for " + asked.to_string()));
+  const std::vector<std::vector<Variable*>> out{{&scope.var("b")}};
+  CHECK_THROWS_AS(run_operator(op, cpu_place, in, out, onednn), not_registered);
+  CHECK_THAT(explain(op, cpu_place, in, onednn),
+             Catch::Contains("  kernel:   none (no kernel for " + asked.to_string()));
+  CHECK(executor.stats().fallbacks == 2);
+  // None, set globally, is the default's rule: the library request falls back again.
+  registry.set_global_fallback(fallback_policy::none);
+  executor.run(prepared);
+  CHECK(executor.stats().fallbacks == 3);
+  registry.set_global_fallback(std::nullopt);
+  executor.run(prepared);
+  CHECK(executor.stats().fallbacks == 4);
+  CHECK(registry.fallback_count("kc_no_onednn", asked) == 5);
+  CHECK(reported.size() == 1);
+  registry.set_fallback_reporter(nullptr);
+}
+
 TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the executor",
           "[kernel_choice][docs]") {
   const char* docs = std::getenv("FLUIDK_DOCS");
@@ -516,18 +646,32 @@ TEST_CASE("docs/dispatch.md's worked cases hold on the runtime path and in the e
                                         x.dtype(), x.layout(), x.place())));
     const std::vector<std::vector<Variable*>> in{{&scope.get("x")}}, out{{&scope.var("out")}};
     CHECK(expected_kernel_key(op, where, in, attrs) == key_from_words(c[3]));
-    Executor executor(where);
-    if (c[4] == "none") {
-      CHECK_THROWS_AS(run_operator(op, where, in, out, attrs), not_registered);
-      CHECK_THROWS_AS(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs), not_registered);
-    } else {
-      const kernel_choice choice = run_operator(op, where, in, out, attrs);
-      CHECK(choice.chosen == key_from_words(c[4]));
-      CHECK(choice.fell_back == (c[5].find("fallback") != std::string::npos));
-      CHECK(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs) == key_from_words(c[4]));
+    // The operator's own policy (cpu), then, as the page says, none (no kernel for the rows by
+    // step 2.5) and strict (none for those by 2.4 either), set globally.
+    const std::optional<fallback_policy> policies[] = {std::nullopt, fallback_policy::none,
+                                                       fallback_policy::strict};
+    for (const std::optional<fallback_policy> policy : policies) {
+      INFO("global policy " << (policy ? int(*policy) : -1));
+      const std::string step = c[5].substr(0, 3);
+      const bool refused = c[4] == "none" ||
+                           (policy == fallback_policy::none && (step == "2.5" || step == "2.6")) ||
+                           (policy == fallback_policy::strict && c[5].find("fallback") != std::string::npos);
+      operator_registry::instance().set_global_fallback(policy);
+      Executor executor(where);
+      if (refused) {
+        CHECK_THROWS_AS(run_operator(op, where, in, out, attrs), not_registered);
+        CHECK_THROWS_AS(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs),
+                        not_registered);
+      } else {
+        const kernel_choice choice = run_operator(op, where, in, out, attrs);
+        CHECK(choice.chosen == key_from_words(c[4]));
+        CHECK(choice.fell_back == (c[5].find("fallback") != std::string::npos));
+        CHECK(run_in_executor(executor, scope, "kc_doc_conv", {{"X", {"x"}}}, attrs) == key_from_words(c[4]));
+      }
     }
+    operator_registry::instance().set_global_fallback(std::nullopt);
     ++rows;
   }
   operator_registry::instance().set_fallback_reporter(nullptr);
-  CHECK(rows == 9);
+  CHECK(rows == 10);
 }

@@ -16,6 +16,9 @@
 //     weights, always), and leaves the output blocked: in the
 //     kernel's layout when one of oneDNN's implementations produces it, else in the other
 //     blocked layout; a plain operator that follows gets the layout transform from fluidk.
+//   OpenCL, float: one work-item per output element, summing over its group's input channels
+//     and the taps in the order of a naive loop, in NCHW (the filter must arrive in row-major
+//     order: a filter kept in another layout is refused).
 //   CUDA cuDNN, float and double: cudnnConvolutionForward in NCHW (use_cudnn selects it, as
 //     in Fluid; without it a CUDA program falls back to the CPU kernel, reported once).
 #pragma once
@@ -36,6 +39,9 @@
 #include "ops/detail/gemm.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
 #endif
 #if FLUIDK_OPS_CUDA
 #include <limits>
@@ -335,6 +341,94 @@ inline constexpr auto conv2d_onednn_kernels = no_kernels();
 }
 #endif
 
+#if FLUIDK_OPS_OPENCL
+// Work-item (e, row): output element e = oy * ow + ox of plane row = image * oc + channel.
+// The taps that land inside the input are worked out once per work-item (the divisions are
+// there, not in the loops), so the loops run branch-free over the group's channels, then the
+// filter rows and columns, in the order of a naive loop; taps in the padding would add zeros.
+inline constexpr const char* conv2d_opencl_source = R"CLC(
+long fluidk_first_tap(long start, long dilation) {
+  return start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+}
+long fluidk_end_tap(long start, long size, long dilation, long taps) {
+  if (start >= size) return 0;
+  return min(taps, (size - start + dilation - 1) / dilation);
+}
+
+__kernel void conv2d_f32(__global const float* x, ulong x_off, __global const float* w, ulong w_off,
+                         __global float* y, ulong plane, ulong planes, long c, long h, long wd,
+                         long oc, long kh, long kw, long ow, long cg, long ocg, long sh, long sw,
+                         long ph, long pw, long dh, long dw) {
+  const size_t e = get_global_id(0);
+  const size_t row = get_global_id(1);
+  if (e >= plane || row >= planes) return;
+  const long oy = (long)e / ow, ox = (long)e - oy * ow;
+  const long image = (long)row / oc, channel = (long)row - image * oc;
+  const long group = channel / ocg;
+  const long y0 = oy * sh - ph, x0 = ox * sw - pw;
+  const long ky0 = fluidk_first_tap(y0, dh), ky1 = fluidk_end_tap(y0, h, dh, kh);
+  const long kx0 = fluidk_first_tap(x0, dw), kx1 = fluidk_end_tap(x0, wd, dw, kw);
+  // Indices, not pointers: y0 * wd + x0 may lie before the buffer, a pointer there is undefined.
+  const long hw = h * wd, taps = kh * kw, row_step = dh * wd;
+  long in_ch = (long)x_off + (image * c + group * cg) * hw + (y0 + ky0 * dh) * wd + x0;
+  long f_ch = (long)w_off + channel * cg * taps + ky0 * kw;
+  float sum = 0.0f;
+  for (long ci = 0; ci < cg; ++ci, in_ch += hw, f_ch += taps) {
+    long in_row = in_ch, f_row = f_ch;
+    for (long ky = ky0; ky < ky1; ++ky, in_row += row_step, f_row += kw)
+      for (long kx = kx0; kx < kx1; ++kx) sum += x[in_row + kx * dw] * w[f_row + kx];
+  }
+  y[row * plane + e] = sum;
+}
+)CLC";
+
+template <class T>
+struct conv2d_opencl {
+  using dtype = T;
+  static_assert(std::is_same_v<T, float>, "the OpenCL conv2d kernel computes in float");
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+
+  void operator()(execution_context& ctx) const {
+    const Tensor& input = detail::input(ctx, "Input");
+    const Tensor& filter = detail::input(ctx, "Filter");
+    detail::require(detail::row_major_order(input.layout()), ctx,
+                    "the OpenCL kernel takes Input in NCHW, not " + std::string(name_of(input.layout())));
+    // The filter keeps its layout (keep_layout_inputs) and there is no transform between
+    // layouts on an OpenCL device: one in another layout is refused, not read wrongly.
+    detail::require(detail::row_major_order(filter.layout()), ctx,
+                    "the OpenCL kernel takes Filter in row-major order ([OC, C / groups, KH, KW], layout "
+                    "ANY or NCHW), not " +
+                        std::string(name_of(filter.layout())) + "; give it in row-major order");
+    const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    Tensor out(g.output_dims(), data_type::float32, ctx.place(), data_layout::nchw);
+    // Without an image or an output channel, oh * ow need not fit an integer: nothing to launch.
+    if (out.numel() == 0) return ctx.set_output("Output", std::move(out));
+    const std::int64_t plane = g.oh * g.ow, planes = g.n * g.oc;
+    if (input.numel() == 0) {
+      // No input channel or pixel (all padding): every sum is empty. No buffer to bind.
+      detail::opencl_launch(ctx, "fill_f32", std::size_t(out.numel()), 1, detail::cl_buffer(out), 0.0f,
+                            cl_ulong(out.numel()));
+      return ctx.set_output("Output", std::move(out));
+    }
+    detail::opencl_launch_from(
+        ctx, conv2d_opencl_source, "conv2d_f32", std::size_t(plane), std::size_t(planes),
+        detail::cl_arg<float>(input), detail::cl_arg<float>(filter), detail::cl_buffer(out), cl_ulong(plane),
+        cl_ulong(planes), cl_long(g.c), cl_long(g.h), cl_long(g.w), cl_long(g.oc), cl_long(g.kh), cl_long(g.kw),
+        cl_long(g.ow), cl_long(g.c / g.groups), cl_long(g.oc / g.groups), cl_long(g.strides[0]),
+        cl_long(g.strides[1]), cl_long(g.paddings[0]), cl_long(g.paddings[1]), cl_long(g.dilations[0]),
+        cl_long(g.dilations[1]));
+    ctx.set_output("Output", std::move(out));
+  }
+};
+namespace detail {
+inline constexpr auto conv2d_opencl_kernels = fluidk::kernels_on<opencl>(conv2d_opencl<float>{});
+}
+#else
+namespace detail {
+inline constexpr auto conv2d_opencl_kernels = no_kernels();
+}
+#endif
+
 #if FLUIDK_OPS_CUDA
 // cuDNN: the forward convolution in NCHW, with the fastest algorithm cuDNN's heuristics
 // report for the shapes and a workspace allocated on the device for the call.
@@ -461,7 +555,8 @@ struct conv2d {
   static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Filter"};
   static constexpr auto kernels =
       fluidk::make_kernels(fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}),
-                           detail::conv2d_onednn_kernels, detail::conv2d_cudnn_kernels);
+                           detail::conv2d_onednn_kernels, detail::conv2d_cudnn_kernels,
+                           detail::conv2d_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

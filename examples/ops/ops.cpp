@@ -22,6 +22,14 @@ void register_all() {
   fluidk::register_operator<flatten2>();
   fluidk::register_operator<reshape2>();
   fluidk::register_operator<concat>();
+  fluidk::register_operator<elementwise_mul>();
+  fluidk::register_operator<softmax>();
+  fluidk::register_operator<dropout>();
+  fluidk::register_operator<assign>();
+  fluidk::register_operator<pool2d>();
+  fluidk::register_operator<batch_norm>();
+  fluidk::register_operator<clip>();
+  fluidk::register_operator<sigmoid>();
 }
 
 }  // namespace fluidk::ops

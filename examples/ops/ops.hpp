@@ -5,10 +5,15 @@
 
 #include <fluidk/runtime_dispatch.hpp>
 
+#include "ops/assign.hpp"
+#include "ops/batch_norm.hpp"
+#include "ops/clip.hpp"
 #include "ops/concat.hpp"
 #include "ops/conv2d.hpp"
 #include "ops/crf_decoding.hpp"
+#include "ops/dropout.hpp"
 #include "ops/elementwise_add.hpp"
+#include "ops/elementwise_mul.hpp"
 #include "ops/fc.hpp"
 #include "ops/fill_constant.hpp"
 #include "ops/flatten2.hpp"
@@ -17,8 +22,11 @@
 #include "ops/lookup_table_grad.hpp"
 #include "ops/matmul.hpp"
 #include "ops/mul.hpp"
+#include "ops/pool2d.hpp"
 #include "ops/relu.hpp"
 #include "ops/reshape2.hpp"
+#include "ops/sigmoid.hpp"
+#include "ops/softmax.hpp"
 #include "ops/softmax_with_cross_entropy.hpp"
 #include "ops/sum.hpp"
 #include "ops/uniform_random.hpp"

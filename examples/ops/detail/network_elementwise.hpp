@@ -1,0 +1,524 @@
+// What the elementwise family (elementwise_add, elementwise_mul, relu, clip, sigmoid, softmax,
+// dropout, assign) shares: the one broadcasting rule of elementwise_add and elementwise_mul and
+// their kernels (CPU plain, oneDNN's binary primitive, OpenCL, CUDA), the values of clip and
+// sigmoid as every kernel computes them, oneDNN's eltwise primitive over a tensor's storage,
+// the padding lanes of blocked layouts, and the family's OpenCL C source.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <boost/mp11/list.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <fluidk/execution_context.hpp>
+#include <fluidk/tensor.hpp>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "ops/detail/common.hpp"
+#if FLUIDK_OPS_ONEDNN
+#include "ops/detail/onednn.hpp"
+#endif
+#if FLUIDK_OPS_OPENCL
+#include "ops/detail/opencl.hpp"
+#endif
+#if FLUIDK_OPS_CUDA
+#include "ops/detail/cuda.hpp"
+#include "ops/detail/cuda_launch_elementwise.hpp"
+#endif
+
+namespace fluidk::ops {
+
+// --- values ----------------------------------------------------------------------------------
+
+namespace detail {
+// clip of one value, as every clip kernel computes it: NaN fails both comparisons and stays NaN
+// (as np.clip and ONNX Runtime keep it; std::clamp's result for NaN is unspecified).
+template <class T>
+constexpr T clip_of(T v, T lo, T hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+// sigmoid of one value: exp(-v) overflows to infinity for very negative v, giving 0, not NaN.
+template <class T>
+T sigmoid_of(T v) {
+  return T(1) / (T(1) + std::exp(-v));
+}
+
+// The tensor as an elementwise kernel of layout ANY reads it: a blocked layout's padding lanes
+// would take f(0) (sigmoid's 0.5), so blocked data is brought to its logical order first.
+inline Tensor unblocked(const Tensor& t) { return t.layout().blocked() ? row_major(t) : t; }
+
+// Sets the padding lanes of a blocked float tensor (channels blocked on axis 1, as nChw8c and
+// nChw16c are) back to zero, after an elementwise pass over its storage computed f(0) there:
+// fluidk and oneDNN read blocked data with zero padding.
+inline void zero_padding_lanes(Tensor& t) {
+  const data_layout l = t.layout();
+  if (!l.blocked()) return;
+  if (l.block_axis() != 1) throw error("zero_padding_lanes: layout " + std::string(l.name()) + " is not blocked on axis 1");
+  const std::int64_t block = l.block_size(), channels = t.dims()[1];
+  const std::int64_t blocks = (channels + block - 1) / block, used = channels - (blocks - 1) * block;
+  if (blocks == 0 || used == block) return;
+  const std::int64_t outer = t.dims()[0], inner = product(t.dims(), 2, t.dims().rank());
+  float* p = t.data<float>();
+  for (std::int64_t n = 0; n < outer; ++n) {
+    float* last = p + (n * blocks + blocks - 1) * inner * block;
+    for (std::int64_t s = 0; s < inner; ++s) std::fill(last + s * block + used, last + (s + 1) * block, 0.f);
+  }
+}
+}  // namespace detail
+
+// --- broadcasting (elementwise_add, elementwise_mul) ----------------------------------------
+
+// How X and Y line up, by attribute axis:
+//   -1 (the default): numpy's multidirectional broadcasting (ONNX Add, Mul): the dims aligned
+//       from the right, each pair equal or one of them 1; Out has the broadcast dims.
+//   >= 0: Fluid's rule: Y's dims, its trailing 1s dropped, are X's from dimension axis on, and
+//       Y repeats over the others (a bias [C] at axis 1 of [N, C, H, W]); Out has X's dims.
+// X and Y of the same dims add elementwise whatever the axis, over their storage when they
+// share a layout (blocked ones included: their zero padding lanes give zero).
+struct broadcast_geometry {
+  bool same = false;
+  dims out;
+  data_layout layout = data_layout::any;  // Out's
+  // Each operand's extent along each of Out's dims (1 where it repeats).
+  std::array<std::int64_t, max_rank> x_aligned{}, y_aligned{};
+  // What the loops run over, row-major: Out's dims with the 1s dropped and neighbours merged
+  // where both operands step through them alike (a bias add is [N, C, H*W] with Y's strides
+  // [0, 1, 0]); each operand's element strides along them (0 where it repeats). The same
+  // dims: the storage as one run.
+  int rank = 1;
+  std::array<std::int64_t, max_rank> extents{}, x_strides{}, y_strides{};
+  std::int64_t total = 0;  // elements of Out's storage
+
+  bool full_x() const { return std::equal(x_aligned.begin(), x_aligned.begin() + out.rank(), out.begin()); }
+  bool full_y() const { return std::equal(y_aligned.begin(), y_aligned.begin() + out.rank(), out.begin()); }
+
+  // X's sequence offsets, when Out keeps X's rows.
+  lod offsets(const execution_context& ctx, const dims& x) const {
+    if (out.rank() != x.rank() || (out.rank() > 0 && out[0] != x[0])) return {};
+    return ctx.input_lod("X");
+  }
+
+  // X and Y as given: the strides describe them in their row-major order (the kernels pass them
+  // through elementwise_operands first), `same` and the dims hold for any layout.
+  static broadcast_geometry of(const execution_context& ctx, const Tensor& x, const Tensor& y) {
+    broadcast_geometry g;
+    const dims& xd = x.dims();
+    const dims& yd = y.dims();
+    g.same = xd == yd && (x.layout() == y.layout() ||
+                          (detail::row_major_order(x.layout()) && detail::row_major_order(y.layout())));
+    if (g.same) {
+      g.out = xd;
+      g.layout = x.layout();
+      std::copy(xd.begin(), xd.end(), g.x_aligned.begin());
+      std::copy(xd.begin(), xd.end(), g.y_aligned.begin());
+      g.total = detail::storage_elements(x);
+      g.extents[0] = g.total;
+      g.x_strides[0] = g.y_strides[0] = 1;
+      return g;
+    }
+    const std::int64_t axis = detail::int_attr(ctx, "axis", -1);
+    detail::require(axis >= -1, ctx,
+                    "axis (" + std::to_string(axis) +
+                        ") must be -1 (numpy broadcasting) or at least 0 (Y's dims are X's from axis on)");
+    const std::size_t rx = xd.rank(), ry = yd.rank();
+    if (axis == -1) {
+      const std::size_t rank = std::max(rx, ry);
+      std::array<std::int64_t, max_rank> out{};
+      for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t a = d + rx >= rank ? xd[d + rx - rank] : 1;
+        const std::int64_t b = d + ry >= rank ? yd[d + ry - rank] : 1;
+        if (a != b && a != 1 && b != 1)
+          detail::fail(ctx, (rx >= ry ? "Y " + yd.to_string() + " does not broadcast to X " + xd.to_string() +
+                                            " at axis " + std::to_string(rx - ry)
+                                      : "X " + xd.to_string() + " does not broadcast to Y " + yd.to_string() +
+                                            " at axis " + std::to_string(ry - rx)) +
+                                ": along Out's dimension " + std::to_string(d) + ", X has " +
+                                std::to_string(a) + " and Y " + std::to_string(b) +
+                                " (numpy broadcasting, axis -1: equal, or one of them 1)");
+        g.x_aligned[d] = a;
+        g.y_aligned[d] = b;
+        out[d] = a == 1 ? b : a;
+      }
+      g.out = dims(std::span<const std::int64_t>(out.data(), rank));
+    } else {
+      std::size_t kept = ry;  // Fluid drops Y's trailing 1s
+      while (kept > 0 && yd[kept - 1] == 1) --kept;
+      bool fits = std::size_t(axis) + kept <= rx;
+      for (std::size_t i = 0; fits && i < kept; ++i) fits = xd[std::size_t(axis) + i] == yd[i];
+      detail::require(fits, ctx,
+                      "Y " + yd.to_string() + " does not broadcast to X " + xd.to_string() + " at axis " +
+                          std::to_string(axis) + " (Fluid's rule for axis >= 0: Y's dims, without its trailing 1s, "
+                          "are X's from dimension axis on)");
+      g.out = xd;
+      for (std::size_t d = 0; d < rx; ++d) {
+        g.x_aligned[d] = xd[d];
+        g.y_aligned[d] = d >= std::size_t(axis) && d < std::size_t(axis) + kept ? xd[d] : 1;
+      }
+    }
+    // Out's labels: a row-major operand of Out's rank lends its own (NCHW stays NCHW).
+    const auto label = [](const Tensor& t) {
+      return detail::row_major_order(t.layout()) ? t.layout() : data_layout::nchw;
+    };
+    g.layout = rx == g.out.rank() ? label(x) : ry == g.out.rank() ? label(y) : data_layout::any;
+    g.total = g.out.numel();
+    // Row-major strides of each aligned operand, 0 where it repeats; then the loops' dims.
+    std::array<std::int64_t, max_rank> xs{}, ys{};
+    std::int64_t sx = 1, sy = 1;
+    for (std::size_t d = g.out.rank(); d-- > 0;) {
+      xs[d] = g.x_aligned[d] == 1 ? 0 : sx;
+      ys[d] = g.y_aligned[d] == 1 ? 0 : sy;
+      sx *= g.x_aligned[d];
+      sy *= g.y_aligned[d];
+    }
+    g.rank = 0;
+    for (std::size_t d = 0; d < g.out.rank(); ++d) {
+      const std::int64_t e = g.out[d];
+      if (e == 1) continue;
+      if (g.rank > 0 && g.x_strides[g.rank - 1] == xs[d] * e && g.y_strides[g.rank - 1] == ys[d] * e) {
+        g.extents[g.rank - 1] *= e;
+      } else {
+        g.extents[g.rank] = e;
+        ++g.rank;
+      }
+      g.x_strides[g.rank - 1] = xs[d];
+      g.y_strides[g.rank - 1] = ys[d];
+    }
+    if (g.rank == 0) {  // one element
+      g.rank = 1;
+      g.extents[0] = 1;
+      g.x_strides[0] = g.y_strides[0] = 0;
+    }
+    return g;
+  }
+};
+
+// The two operations: Fluid's elementwise_add and elementwise_mul, and their code in the
+// device kernels.
+struct add_operation {
+  static constexpr int code = 0;
+  template <class T>
+  static T apply(T a, T b) {
+    return a + b;
+  }
+};
+struct mul_operation {
+  static constexpr int code = 1;
+  template <class T>
+  static T apply(T a, T b) {
+    return a * b;
+  }
+};
+
+namespace detail {
+// X and Y as the kernels read them: as given when they share dims and layout (their storage
+// runs elementwise), else both in row-major order (the broadcast is on logical dimensions).
+inline std::pair<Tensor, Tensor> elementwise_operands(const execution_context& ctx) {
+  const Tensor& x = input(ctx, "X");
+  const Tensor& y = input(ctx, "Y");
+  if (x.dims() == y.dims() && x.layout() == y.layout()) return {x, y};
+  return {row_major(x), row_major(y)};
+}
+
+// c = op(a, b) over the geometry's runs: the last dim innermost, the others counted like an
+// odometer, each operand's offset moved by its strides.
+template <class T, class Op>
+void broadcast_loop(const broadcast_geometry& g, const T* a, const T* b, T* c) {
+  if (g.total == 0) return;
+  const int last = g.rank - 1;
+  const std::int64_t n = g.extents[std::size_t(last)], sa = g.x_strides[std::size_t(last)],
+                     sb = g.y_strides[std::size_t(last)];
+  std::array<std::int64_t, max_rank> index{};
+  std::int64_t ao = 0, bo = 0;
+  for (std::int64_t done = 0; done < g.total; done += n) {
+    for (std::int64_t k = 0; k < n; ++k) c[done + k] = Op::apply(a[ao + k * sa], b[bo + k * sb]);
+    for (int d = last - 1; d >= 0; --d) {
+      const std::size_t i = std::size_t(d);
+      ao += g.x_strides[i];
+      bo += g.y_strides[i];
+      if (++index[i] < g.extents[i]) break;
+      ao -= g.x_strides[i] * g.extents[i];
+      bo -= g.y_strides[i] * g.extents[i];
+      index[i] = 0;
+    }
+  }
+}
+}  // namespace detail
+
+template <class T, class Op>
+struct elementwise_binary_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    const auto [x, y] = detail::elementwise_operands(ctx);
+    const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
+    Tensor out(g.out, data_type_of<T>, ctx.place(), g.layout);
+    detail::broadcast_loop<T, Op>(g, x.template data<T>(), y.template data<T>(), out.data<T>());
+    ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+  }
+};
+
+#if FLUIDK_OPS_ONEDNN
+namespace detail {
+// A row-major oneDNN description of any rank (plain_format stops at 6), by its strides.
+inline dnnl::memory::desc onednn_row_major_desc(std::span<const std::int64_t> shape) {
+  dnnl::memory::dims d(shape.begin(), shape.end()), strides(shape.size());
+  std::int64_t step = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= d[i];
+  }
+  return {d, dnnl::memory::data_type::f32, strides};
+}
+inline dnnl::memory onednn_at(const dnnl::memory::desc& desc, const Tensor& t, const dnnl::engine& engine) {
+  return {desc, engine, static_cast<std::byte*>(t.handle()) + t.offset()};
+}
+}  // namespace detail
+
+// oneDNN's binary primitive, declared for the wildcard layout and for nChw8c and nChw16c:
+//   - the same dims and layout: one run over the storage, any layout;
+//   - otherwise the operand of Out's dims is source 0 (oneDNN 2 broadcasts source 1 only; add
+//     and mul commute). Source 0 blocked: Out in its layout, the other operand reordered into
+//     that layout at its own dims (a bias [C] as [1, C, 1, 1]: oneDNN's blocked
+//     implementations take both sources blocked, its reference one the mixed pairs); else
+//     both in row-major order, described by strides;
+//   - neither of Out's dims (both broadcast), or empty: the plain kernel, which computes the
+//     same numbers.
+template <class Op>
+struct elementwise_binary_onednn {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::any, layout::nChw8c, layout::nChw16c>;
+
+  void operator()(execution_context& ctx) const {
+    using dnnl::memory;
+    const Tensor& x = detail::input(ctx, "X");
+    const Tensor& y = detail::input(ctx, "Y");
+    const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
+    const bool x_full = g.full_x();
+    if (g.total == 0 || g.out.rank() == 0 || (!x_full && !g.full_y()))
+      return elementwise_binary_cpu<float, Op>{}(ctx);
+    onednn_context& dnn = detail::onednn_of(ctx);
+    const dnnl::algorithm algorithm = Op::code == add_operation::code ? dnnl::algorithm::binary_add
+                                                                      : dnnl::algorithm::binary_mul;
+    if (g.same) {
+      Tensor out(g.out, data_type::float32, ctx.place(), x.layout());
+      const memory::desc flat({g.total}, memory::data_type::f32, memory::format_tag::a);
+      run(dnn, algorithm, detail::onednn_at(flat, x, dnn.engine()), detail::onednn_at(flat, y, dnn.engine()),
+          detail::onednn_at(flat, out, dnn.engine()));
+      ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+      return;
+    }
+    const Tensor& full = x_full ? x : y;
+    const Tensor& other = x_full ? y : x;
+    const std::span<const std::int64_t> other_dims(x_full ? g.y_aligned.data() : g.x_aligned.data(),
+                                                   g.out.rank());
+    const bool blocked = full.layout().blocked();
+    const Tensor source0 = blocked ? full : detail::row_major(full);
+    const Tensor source1 = detail::row_major(other);
+    const memory::desc desc0 = blocked ? detail::onednn_desc(full, detail::onednn_dims(g.out))
+                                       : detail::onednn_row_major_desc(std::span(g.out.begin(), g.out.end()));
+    memory src1 = detail::onednn_at(detail::onednn_row_major_desc(other_dims), source1, dnn.engine());
+    if (blocked)
+      src1 = detail::reordered(src1,
+                               memory::desc(memory::dims(other_dims.begin(), other_dims.end()),
+                                            memory::data_type::f32, onednn_format(full.layout())),
+                               dnn);
+    Tensor out(g.out, data_type::float32, ctx.place(), blocked ? full.layout() : g.layout);
+    try {
+      run(dnn, algorithm, detail::onednn_at(desc0, source0, dnn.engine()), src1,
+          detail::onednn_at(desc0, out, dnn.engine()));
+    } catch (const dnnl::error&) {
+      // No implementation for these descriptions: the plain kernel's numbers are the same.
+      return elementwise_binary_cpu<float, Op>{}(ctx);
+    }
+    ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+  }
+
+ private:
+  static void run(onednn_context& dnn, dnnl::algorithm algorithm, const dnnl::memory& src0,
+                  const dnnl::memory& src1, const dnnl::memory& dst) {
+    const dnnl::binary::primitive_desc pd(
+        dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()), dnn.engine());
+    dnnl::binary(pd).execute(dnn.stream(), {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+    dnn.wait();
+  }
+};
+
+namespace detail {
+// oneDNN's eltwise primitive on X's storage, any layout, into Out of X's layout. oneDNN's
+// clip maps NaN to its lower bound (its max(x, alpha) keeps alpha), so with `keep_nan` the NaNs
+// of X are put back; a blocked Out's padding lanes are zeroed again unless f(0) = 0.
+inline void onednn_eltwise(execution_context& ctx, dnnl::algorithm algorithm, float alpha, float beta,
+                           bool zero_stays_zero, bool keep_nan) {
+  const Tensor& x = input(ctx, "X");
+  Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
+  const std::int64_t n = storage_elements(x);
+  if (n > 0) {
+    onednn_context& dnn = onednn_of(ctx);
+    const dnnl::memory::desc flat({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+    const dnnl::memory src = onednn_at(flat, x, dnn.engine()), dst = onednn_at(flat, out, dnn.engine());
+    const dnnl::eltwise_forward::primitive_desc pd(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, flat, alpha, beta),
+        dnn.engine());
+    dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    dnn.wait();
+    if (keep_nan) {
+      const float* in = x.data<float>();
+      float* y = out.data<float>();
+      for (std::int64_t i = 0; i < n; ++i)
+        if (std::isnan(in[i])) y[i] = in[i];
+    }
+    if (!zero_stays_zero) zero_padding_lanes(out);
+  }
+  ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
+}
+}  // namespace detail
+#endif
+
+#if FLUIDK_OPS_OPENCL
+namespace detail {
+// The family's OpenCL C kernels. Element offsets come as arguments, so a tensor that is a
+// slice of a larger buffer works like any other; each computes what the CPU kernels compute.
+inline constexpr const char* elementwise_opencl_source = R"CLC(
+// c = a op b (op 0: +, 1: *) over `rank` dims of `extents`, each operand stepping by its own
+// strides (0 where it repeats). Vectors carry the dims; vstore8 makes them indexable.
+__kernel void binary_broadcast_f32(__global const float* a, ulong a_off, __global const float* b, ulong b_off,
+                                   __global float* c, ulong total, int op, int rank, ulong8 extents,
+                                   ulong8 a_strides, ulong8 b_strides) {
+  const size_t i = get_global_id(0);
+  if (i >= total) return;
+  ulong e[8], as[8], bs[8];
+  vstore8(extents, 0, e);
+  vstore8(a_strides, 0, as);
+  vstore8(b_strides, 0, bs);
+  ulong rest = i, ai = a_off, bi = b_off;
+  for (int d = rank - 1; d >= 0; --d) {
+    const ulong k = rest % e[d];
+    rest /= e[d];
+    ai += k * as[d];
+    bi += k * bs[d];
+  }
+  const float u = a[ai], v = b[bi];
+  c[i] = op == 0 ? u + v : u * v;
+}
+
+__kernel void clip_f32(__global const float* x, ulong x_off, __global float* y, ulong n, float lo, float hi) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_off + i];
+  y[i] = v < lo ? lo : (v > hi ? hi : v);
+}
+
+__kernel void sigmoid_f32(__global const float* x, ulong x_off, __global float* y, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  y[i] = 1.0f / (1.0f + exp(-x[x_off + i]));
+}
+
+__kernel void scale_f32(__global const float* x, ulong x_off, __global float* y, ulong n, float factor) {
+  const size_t i = get_global_id(0);
+  if (i < n) y[i] = x[x_off + i] * factor;
+}
+
+__kernel void fill_u8(__global uchar* y, ulong n, uchar value) {
+  const size_t i = get_global_id(0);
+  if (i < n) y[i] = value;
+}
+
+// Softmax along the middle dim of x [outer, n, inner]: one work-item per (outer, inner) pair.
+// A NaN anywhere makes the row NaN (through the max or the sum), as on the CPU.
+__kernel void softmax_f32(__global const float* x, ulong x_off, __global float* y, ulong outer, ulong n,
+                          ulong inner) {
+  const size_t r = get_global_id(0);
+  if (r >= outer * inner) return;
+  const ulong base = (r / inner) * n * inner + r % inner;
+  __global const float* in = x + x_off + base;
+  __global float* out = y + base;
+  float m = in[0];
+  for (ulong k = 1; k < n; ++k) m = in[k * inner] > m ? in[k * inner] : m;
+  float sum = 0.0f;
+  for (ulong k = 0; k < n; ++k) {
+    const float e = exp(in[k * inner] - m);
+    out[k * inner] = e;
+    sum += e;
+  }
+  for (ulong k = 0; k < n; ++k) out[k * inner] /= sum;
+}
+)CLC";
+
+inline cl_ulong8 cl_ulong8_of(const std::array<std::int64_t, max_rank>& v) {
+  static_assert(max_rank <= 8, "binary_broadcast_f32 takes up to 8 dims");
+  cl_ulong8 out{};
+  for (std::size_t i = 0; i < max_rank; ++i) out.s[i] = cl_ulong(v[i]);
+  return out;
+}
+}  // namespace detail
+
+template <class Op>
+struct elementwise_binary_opencl {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    const auto [x, y] = detail::elementwise_operands(ctx);
+    const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
+    Tensor out(g.out, data_type::float32, ctx.place(), g.layout);
+    if (g.total > 0)
+      detail::opencl_launch_from(ctx, detail::elementwise_opencl_source, "binary_broadcast_f32",
+                                 std::size_t(g.total), 1, detail::cl_arg<float>(x), detail::cl_arg<float>(y),
+                                 detail::cl_buffer(out), cl_ulong(g.total), cl_int(Op::code), cl_int(g.rank),
+                                 detail::cl_ulong8_of(g.extents), detail::cl_ulong8_of(g.x_strides),
+                                 detail::cl_ulong8_of(g.y_strides));
+    ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+  }
+};
+#endif
+
+#if FLUIDK_OPS_CUDA
+template <class T, class Op>
+struct elementwise_binary_cuda {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    static_assert(max_rank <= cuda_launch::broadcast_max_rank);
+    detail::cuda_call call(ctx);
+    const auto [x, y] = detail::elementwise_operands(ctx);
+    const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
+    Tensor out(g.out, data_type_of<T>, ctx.place(), g.layout);
+    cuda_launch::broadcast_shape shape{};
+    shape.rank = g.rank;
+    for (std::size_t d = 0; d < std::size_t(g.rank); ++d) {
+      shape.extents[d] = g.extents[d];
+      shape.a_strides[d] = g.x_strides[d];
+      shape.b_strides[d] = g.y_strides[d];
+    }
+    detail::cuda_require(
+        cuda_launch::binary_broadcast<T>(
+            call.stream(), Op::code == add_operation::code ? cuda_launch::binary_op::add : cuda_launch::binary_op::mul,
+            detail::device_data<T>(x), detail::device_data<T>(y), detail::device_data<T>(out), shape, g.total),
+        ctx, "the elementwise kernel");
+    ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+  }
+};
+#endif
+
+namespace detail {
+// The kernels of elementwise_add (Op add_operation) or elementwise_mul (mul_operation):
+// CPU plain (float, double), oneDNN (float), CUDA (float, double), OpenCL (float).
+template <class Op>
+constexpr auto elementwise_binary_kernels() {
+  return fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(elementwise_binary_cpu<float, Op>{}, elementwise_binary_cpu<double, Op>{}),
+#if FLUIDK_OPS_ONEDNN
+      fluidk::kernels_on<cpu, library::onednn>(elementwise_binary_onednn<Op>{}),
+#endif
+#if FLUIDK_OPS_CUDA
+      fluidk::kernels_on<cuda>(elementwise_binary_cuda<float, Op>{}, elementwise_binary_cuda<double, Op>{}),
+#endif
+#if FLUIDK_OPS_OPENCL
+      fluidk::kernels_on<opencl>(elementwise_binary_opencl<Op>{}),
+#endif
+      no_kernels());
+}
+}  // namespace detail
+
+}  // namespace fluidk::ops

@@ -1,0 +1,511 @@
+#!/usr/bin/python3
+"""The ONNX tests: whole models run through fluidk (build/examples/onnx/run_onnx) and compared
+with ONNX Runtime; ONNX's own backend node tests; and the models and inputs that run-onnx must
+refuse. Run by Meson (test/onnx/meson.build, suite 'onnx'), with Debian's /usr/bin/python3,
+which has the onnx and numpy modules (scripts/deps).
+
+  onnx_test.py prepare --models DIR --stamp FILE [--ort DIR] [--node NODE]
+      builds the networks (scripts/onnx/make_models.py) into DIR, runs ONNX Runtime on them
+      (scripts/onnx/reference.js) for their expected outputs, and checks ONNX Runtime against
+      the float64 values that make_models.py computed while it built them.
+  onnx_test.py models --run-onnx BIN --models DIR FAMILY
+      runs each network with run-onnx on FAMILY (cpu, onednn, opencl, or mixed: MobileNetV2 on
+      OpenCL with its Gemm on the CPU), with --expect and --plan, and checks the outputs again
+      here and the plan's places and libraries.
+  onnx_test.py node --run-onnx BIN --node-tests DIR FAMILY
+      runs every node test of DIR whose op types the importer maps, on FAMILY (cpu, onednn,
+      opencl), against its expected outputs; a refusal passes only when the model has a
+      feature the importer documents as refused, and the message names it.
+  onnx_test.py refusals --run-onnx BIN --models DIR
+      models and inputs that must be refused: exit 2, a message naming the node, op type,
+      attribute, input or file, and nothing run.
+
+Tolerance: |actual - expected| <= atol + rtol |expected|, rtol 1e-4, atol 1e-5 (issue 50);
+atol 1e-7 for SqueezeNet's probabilities, which are about 1e-3 each (1e-5 would let through an
+error of 1% in them).
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RTOL, ATOL = 1e-4, 1e-5
+MODEL_ATOL = {"squeezenet11": 1e-7}
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "..", "..", "scripts", "onnx")
+
+# What run-onnx is given for each family of kernels.
+FAMILIES = {
+    "cpu": ["--place", "cpu"],
+    "onednn": ["--library", "onednn"],
+    "opencl": ["--place", "opencl:0"],
+    "mixed": ["--place", "opencl:0", "--op-device", "Gemm=cpu"],
+}
+MODELS = ["resnet18", "mobilenetv2", "squeezenet11", "cifar"]
+FAMILY_MODELS = {"mixed": ["mobilenetv2"]}
+
+# The ONNX op types the importer maps (the contract of issue 50).
+SUPPORTED = {
+    "Conv", "BatchNormalization", "Relu", "Clip", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
+    "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "Concat", "Dropout", "Identity",
+}
+# The fluidk operators that have no oneDNN kernel: the library fallback runs their CPU plain
+# kernel (pure shape and copy operators).
+PLAIN_UNDER_ONEDNN = {"flatten2", "reshape2", "dropout", "assign"}
+
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print(f"FAILED: {message}")
+
+
+def run(command, timeout=300):
+    started = time.monotonic()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout,
+                                check=False)
+    except subprocess.TimeoutExpired as err:
+        out = err.stdout.decode(errors="replace") if isinstance(err.stdout, bytes) else err.stdout or ""
+        result = subprocess.CompletedProcess(command, -9, out, f"timed out after {timeout} s")
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def status_text(rc):
+    return f"signal {-rc}" if rc < 0 else f"status {rc}"
+
+
+def load_tensor(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+def compare(actual, expected, atol=ATOL):
+    """None when close by the tests' rule, else what differs."""
+    if actual.dtype != expected.dtype:
+        return f"data type {actual.dtype}, expected {expected.dtype}"
+    if actual.shape != expected.shape:
+        return f"shape {list(actual.shape)}, expected {list(expected.shape)}"
+    if actual.dtype.kind in "fc":
+        a, e = actual.astype(np.float64), expected.astype(np.float64)
+        bad = ~((np.abs(a - e) <= atol + RTOL * np.abs(e)) | (a == e) | (np.isnan(a) & np.isnan(e)))
+    else:
+        bad = actual != expected
+    if bad.any():
+        i = np.unravel_index(np.argmax(bad), bad.shape)
+        return f"{int(bad.sum())} of {bad.size} values differ, first at {list(i)}: {actual[i]} against {expected[i]}"
+    return None
+
+
+def check_outputs(label, result, out_dir, expected_dir, count, atol=ATOL):
+    """run-onnx's --expect lines and its written outputs, compared here as well."""
+    lines = [l for l in result.stdout.splitlines() if re.match(r"output \d+ ", l)]
+    ok = True
+    if len(lines) != count:
+        fail(f"{label}: {len(lines)} 'output K' lines for {count} outputs")
+        ok = False
+    for line in lines:
+        if not line.endswith(" ok"):
+            fail(f"{label}: {line}")
+            ok = False
+    for k in range(count):
+        written = os.path.join(out_dir, f"output_{k}.pb")
+        if not os.path.exists(written):
+            fail(f"{label}: run-onnx wrote no output_{k}.pb")
+            ok = False
+            continue
+        diff = compare(load_tensor(written), load_tensor(os.path.join(expected_dir, f"output_{k}.pb")), atol)
+        if diff:
+            fail(f"{label}: output {k} against the reference (checked here): {diff}")
+            ok = False
+    return ok
+
+
+# ---------------------------------------------------------------------------------------------
+# prepare
+
+def prepare(args):
+    started = time.monotonic()
+    python = sys.executable
+    for command in ([python, os.path.join(SCRIPTS, "make_models.py"), args.models] + MODELS,
+                    [args.node, os.path.join(SCRIPTS, "reference.js")]
+                    + (["--ort", args.ort] if args.ort else []) + [os.path.join(args.models, m) for m in MODELS]):
+        result = run(command)
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        if result.returncode != 0:
+            print(f"onnx_test.py prepare: {' '.join(command[:2])}: {status_text(result.returncode)}", file=sys.stderr)
+            return 1
+    # ONNX Runtime against make_models.py's float64 values: each within half the tests'
+    # tolerance, so that the nets are well enough conditioned for a second float32
+    # implementation (fluidk) to meet the tolerance against ONNX Runtime.
+    for model in MODELS:
+        directory = os.path.join(args.models, model)
+        k = 0
+        while os.path.exists(os.path.join(directory, f"numpy_output_{k}.npy")):
+            exact = np.load(os.path.join(directory, f"numpy_output_{k}.npy"))
+            ort = load_tensor(os.path.join(directory, "test_data_set_0", f"output_{k}.pb")).astype(np.float64)
+            atol = MODEL_ATOL.get(model, ATOL)
+            ratio = (np.abs(ort - exact) / (atol + RTOL * np.abs(exact))).max() if ort.shape == exact.shape else np.inf
+            print(f"{model}: output {k}: ONNX Runtime's error against float64 is {ratio:.3f} of the tolerance")
+            if not ratio <= 0.5:
+                print(f"onnx_test.py prepare: {model}: ONNX Runtime and the float64 values of make_models.py differ "
+                      f"by {ratio:.3f} of the tolerance (more than half)", file=sys.stderr)
+                return 1
+            k += 1
+    with open(args.stamp, "w", encoding="utf-8") as f:
+        f.write("models and ONNX Runtime's outputs made\n")
+    print(f"prepared in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# models
+
+PLAN_ROW = re.compile(r"^\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+) (\S+) (\S+)( \(fallback\))?")
+
+
+def plan_rows(stdout):
+    """(operator, place, library, fell back, [lines of its moved inputs]) per row of run-onnx's
+    plan table."""
+    rows, inside = [], False
+    for line in stdout.splitlines():
+        if line.startswith("plan of the first run"):
+            inside = True
+            continue
+        if inside:
+            if re.match(r"^\s+#\s+operator", line):
+                continue
+            m = PLAN_ROW.match(line)
+            if m:
+                rows.append((m.group(2), m.group(3), m.group(6), bool(m.group(7)), []))
+            elif line.startswith("       ") and rows:  # a moved input, indented further
+                rows[-1][4].append(line.strip())
+            else:
+                inside = False
+    return rows
+
+
+def check_plan(label, family, stdout):
+    rows = plan_rows(stdout)
+    if not rows:
+        fail(f"{label}: --plan printed no plan table")
+        return
+    for op, where, library, fell_back, _ in rows:
+        if family == "cpu":
+            wanted = ("cpu", "PLAIN")
+        elif family == "onednn":
+            wanted = ("cpu", "PLAIN" if op in PLAIN_UNDER_ONEDNN else "ONEDNN")
+        elif family == "opencl":
+            wanted = ("opencl:0", "PLAIN")
+        else:  # mixed: the Gemm on the CPU, the rest on OpenCL
+            wanted = ("cpu", "PLAIN") if op == "gemm" else ("opencl:0", "PLAIN")
+        if (where, library) != wanted:
+            fail(f"{label}: plan: {op} ran on {where} with {library}, expected {wanted[0]} with {wanted[1]}")
+        if family == "onednn" and op in PLAIN_UNDER_ONEDNN and not fell_back:
+            fail(f"{label}: plan: {op} ran its plain kernel under use_onednn without the '(fallback)' mark")
+    if family == "onednn":
+        plain = sorted({row[0] for row in rows if row[2] == "PLAIN"})
+        onednn = sorted({row[0] for row in rows if row[2] == "ONEDNN"})
+        print(f"  plan: oneDNN kernels for {', '.join(onednn)}; plain kernels (fallback) for {', '.join(plain) or 'none'}")
+        listed = re.search(r"^fallbacks (\d+)", stdout, re.M)
+        marked = sum(1 for row in rows if row[3])
+        if not listed or int(listed.group(1)) != marked:
+            fail(f"{label}: plan: 'fallbacks N' does not count the {marked} rows marked '(fallback)'")
+    if family == "mixed":
+        # The Gemm's input comes from OpenCL (the pool before it ran there).
+        for op, _, _, _, moved in rows:
+            if op == "gemm" and not any(re.search(r"opencl:0\s*->\s*cpu", line) for line in moved):
+                fail(f"{label}: plan: gemm ran on the CPU, but no input of it was copied from opencl:0: {moved}")
+
+
+def models(args):
+    family = args.family
+    names = FAMILY_MODELS.get(family, MODELS)
+    with tempfile.TemporaryDirectory(prefix=f"onnx-{family}-") as scratch:
+        for model in names:
+            directory = os.path.join(args.models, model)
+            data = os.path.join(directory, "test_data_set_0")
+            count = len([f for f in os.listdir(data) if re.fullmatch(r"output_\d+\.pb", f)])
+            inputs = sorted(f for f in os.listdir(data) if re.fullmatch(r"input_\d+\.pb", f))
+            out = os.path.join(scratch, model)
+            command = [args.run_onnx, os.path.join(directory, "model.onnx")]
+            for f in inputs:
+                command += ["--input", os.path.join(data, f)]
+            atol = MODEL_ATOL.get(model, ATOL)
+            command += ["--expect", data, "--output-dir", out, "--rtol", str(RTOL), "--atol", str(atol), "--plan"]
+            command += FAMILIES[family]
+            label = f"{model} ({family})"
+            result = run(command)
+            lines = [l for l in result.stdout.splitlines() if re.match(r"output \d+ ", l)]
+            print(f"{label}: {status_text(result.returncode)} in {result.seconds:.1f} s")
+            for line in lines:
+                print(f"  {line}")
+            if result.returncode != 0:
+                fail(f"{label}: run-onnx exited with {status_text(result.returncode)}: "
+                     f"{result.stderr.strip()[-2000:]}")
+                if result.returncode != 1:
+                    continue
+            check_outputs(label, result, out, data, count, atol)
+            check_plan(label, family, result.stdout)
+    return report(f"models {family}")
+
+
+# ---------------------------------------------------------------------------------------------
+# node tests
+
+def graph_value_types(model):
+    types = {}
+    for value in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
+        types[value.name] = value.type
+    return types
+
+
+def documented_refusals(model):
+    """The features of a model that the importer documents as refused, each with the words its
+    message must hold: [(reason, regex)]."""
+    reasons = []
+    initializers = {t.name for t in model.graph.initializer}
+    constants = initializers | {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    types = graph_value_types(model)
+    for value in list(model.graph.input) + list(model.graph.output):
+        kind = value.type.WhichOneof("value")
+        if kind != "tensor_type":
+            reasons.append((f"{value.name} is not a tensor ({kind})", r"not a tensor"))
+            continue
+        elem = value.type.tensor_type.elem_type
+        if elem not in (TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL):
+            name = TensorProto.DataType.Name(elem)
+            reasons.append((f"{value.name} is {name}", re.escape(name)))
+    for node in model.graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        x = types.get(node.input[0]) if node.input else None
+        rank = len(x.tensor_type.shape.dim) if x is not None and x.HasField("tensor_type") else None
+        if node.op_type in ("MaxPool", "AveragePool", "GlobalAveragePool") and rank not in (None, 4):
+            reasons.append((f"{node.op_type} on rank {rank} (pool2d is 2-D)", r"2-D|rank"))
+        if node.op_type == "MaxPool" and len([o for o in node.output if o]) > 1:
+            reasons.append(("MaxPool's Indices output", r"Indices"))
+        if node.op_type == "BatchNormalization" and (attributes.get("training_mode") or len(node.output) > 1):
+            reasons.append(("BatchNormalization in training mode", r"training_mode|output 1"))
+        if node.op_type == "Clip":
+            for bound in node.input[1:]:
+                if bound and bound not in constants:
+                    reasons.append((f"Clip's bound '{bound}' is not a constant", re.escape(f"'{bound}'")))
+        if node.op_type == "Dropout":
+            for k, what in ((1, "ratio"), (2, "training_mode")):
+                if len(node.input) > k and node.input[k] and node.input[k] not in constants:
+                    reasons.append((f"Dropout's {what} '{node.input[k]}' is not a constant",
+                                    re.escape(f"'{node.input[k]}'")))
+        if node.op_type == "Reshape" and attributes.get("allowzero"):
+            reasons.append(("Reshape with allowzero 1", r"allowzero|empty"))
+    return reasons
+
+
+def node_tests(args):
+    family = args.family
+    candidates = []
+    for name in sorted(os.listdir(args.node_tests)):
+        path = os.path.join(args.node_tests, name, "model.onnx")
+        if not os.path.exists(path):
+            continue
+        model = onnx.load(path)
+        op_types = {n.op_type for n in model.graph.node}
+        if op_types and op_types <= SUPPORTED:
+            candidates.append((name, model))
+    passed, refused = 0, []
+    with tempfile.TemporaryDirectory(prefix=f"onnx-node-{family}-") as scratch:
+        for name, model in candidates:
+            directory = os.path.join(args.node_tests, name)
+            data = os.path.join(directory, "test_data_set_0")
+            inputs = sorted((f for f in os.listdir(data) if re.fullmatch(r"input_\d+\.pb", f)),
+                            key=lambda f: int(f[6:-3]))
+            count = len([f for f in os.listdir(data) if re.fullmatch(r"output_\d+\.pb", f)])
+            out = os.path.join(scratch, name)
+            command = [args.run_onnx, os.path.join(directory, "model.onnx")]
+            for f in inputs:
+                command += ["--input", os.path.join(data, f)]
+            command += ["--expect", data, "--output-dir", out] + FAMILIES[family]
+            result = run(command, timeout=120)
+            label = f"{name} ({family})"
+            if result.returncode == 2:
+                message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+                reasons = documented_refusals(model)
+                matching = [why for why, words in reasons if re.search(words, message)]
+                if matching:
+                    refused.append((name, matching[0], message))
+                elif reasons:
+                    fail(f"{label}: refused, but the message does not name what the importer documents as refused "
+                         f"({'; '.join(why for why, _ in reasons)}): {message}")
+                else:
+                    fail(f"{label}: refused, though it has nothing the importer documents as refused: {message}")
+                continue
+            if result.returncode not in (0, 1):
+                fail(f"{label}: run-onnx exited with {status_text(result.returncode)}: "
+                     f"{result.stderr.strip()[-1500:]}")
+                continue
+            if check_outputs(label, result, out, data, count) and result.returncode == 0:
+                passed += 1
+            elif result.returncode == 0:
+                fail(f"{label}: run-onnx said it matched, the check here says not")
+    # Run: the node tests that ran (not refused); with the refused ones, every node test whose op
+    # types the importer maps.
+    print(f"node tests {family}: {len(candidates) - len(refused)} run, {passed} passed, {len(refused)} refused"
+          + (f" (unsupported: {'; '.join(f'{n}: {why}' for n, why, _ in refused)})" if refused else ""))
+    print(f"  of the {len(candidates)} node tests in {args.node_tests} whose op types are all mapped "
+          f"({', '.join(sorted(SUPPORTED))})")
+    for name, _, message in refused:
+        print(f"  refused {name}: {message}")
+    return report(f"node tests {family}")
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals
+
+def tiny_model(nodes, inputs, outputs, initializers=(), check=False):
+    """A one-node model; check: valid ONNX, which the importer refuses all the same."""
+    graph = helper.make_graph(nodes, "refusal", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def refusals(args):
+    cifar = os.path.join(args.models, "cifar")
+    cifar_model = os.path.join(cifar, "model.onnx")
+    cifar_input = os.path.join(cifar, "test_data_set_0", "input_0.pb")
+    x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])
+
+    def y(*dims):
+        return helper.make_tensor_value_info("y", TensorProto.FLOAT, list(dims))
+
+    weight = numpy_helper.from_array(np.ones((2, 2, 3, 3), np.float32), name="w")
+
+    with tempfile.TemporaryDirectory(prefix="onnx-refusals-") as scratch:
+        def save_model(name, model):
+            path = os.path.join(scratch, name + ".onnx")
+            with open(path, "wb") as f:
+                f.write(model.SerializeToString())
+            return path
+
+        def save_bytes(name, data):
+            path = os.path.join(scratch, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            return path
+
+        def save_tensor(name, array, tensor_name="input"):
+            return save_bytes(name + ".pb", numpy_helper.from_array(array, name=tensor_name).SerializeToString())
+
+        x_file = save_tensor("x", np.ones((1, 2, 5, 5), np.float32), "x")
+        with open(cifar_model, "rb") as f:
+            cifar_bytes = f.read()
+        corrupt = bytearray(cifar_bytes)
+        corrupt[:16] = b"\xff" * 16
+        rng = np.random.RandomState(0)
+
+        cases = [
+            ("an unsupported operator",
+             save_model("tanh", tiny_model([helper.make_node("Tanh", ["x"], ["y"], name="squash")], [x4], [y(1, 2, 5, 5)])),
+             [x_file], [r"'squash'", r"Tanh", r"not supported"]),
+            ("an unknown attribute",
+             save_model("relu_alpha", tiny_model([helper.make_node("Relu", ["x"], ["y"], name="act", alpha=0.5)],
+                                                 [x4], [y(1, 2, 5, 5)])),
+             [x_file], [r"'act'", r"Relu", r"alpha"]),
+            ("an attribute value the importer does not map (MaxPool storage_order 1)",
+             save_model("maxpool_storage_order", tiny_model(
+                 [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], storage_order=1)],
+                 [x4], [y(1, 2, 4, 4)], check=True)),
+             [x_file], [r"'pool'", r"MaxPool", r"storage_order"]),
+            ("an attribute value ONNX does not define (Conv auto_pad \"MIDDLE\")",
+             save_model("conv_auto_pad", tiny_model(
+                 [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], auto_pad="MIDDLE")],
+                 [x4], [y(1, 2, 3, 3)], [weight])),
+             [x_file], [r"'conv'", r"Conv", r"auto_pad", r"MIDDLE"]),
+            ("an input of the wrong shape", cifar_model,
+             [save_tensor("wrong_shape", rng.standard_normal((4, 3, 30, 30)).astype(np.float32))],
+             [r"'input'", r"\[4, 3, 30, 30\]", r"wrong_shape\.pb"]),
+            ("an input of the wrong data type", cifar_model,
+             [save_tensor("wrong_type", rng.standard_normal((4, 3, 32, 32)))],
+             [r"'input'", r"DOUBLE", r"FLOAT", r"wrong_type\.pb"]),
+            ("one input too many", cifar_model, [cifar_input, cifar_input], [r"1 input", r"2"]),
+            ("a truncated model file", save_bytes("truncated.onnx", cifar_bytes[: len(cifar_bytes) // 2]),
+             [cifar_input], [r"truncated\.onnx", r"not an ONNX model"]),
+            ("a corrupt model file", save_bytes("corrupt.onnx", bytes(corrupt)),
+             [cifar_input], [r"corrupt\.onnx", r"not an ONNX model"]),
+            ("a model whose node reads a value nothing makes",
+             save_model("dangling", tiny_model([helper.make_node("Relu", ["nowhere"], ["y"], name="orphan")],
+                                               [x4], [y(1, 2, 5, 5)])),
+             [x_file], [r"orphan", r"nowhere"]),
+            ("a truncated input file", cifar_model,
+             [save_bytes("truncated_input.pb", open(cifar_input, "rb").read()[:1000])],
+             [r"truncated_input\.pb"]),
+        ]
+        for what, model, inputs, words in cases:
+            out = os.path.join(scratch, "out")
+            command = [args.run_onnx, model]
+            for f in inputs:
+                command += ["--input", f]
+            command += ["--output-dir", out]
+            result = run(command, timeout=120)
+            message = result.stderr.strip()
+            label = f"refusal of {what}"
+            if result.returncode != 2:
+                fail(f"{label}: {status_text(result.returncode)}, expected status 2: {message[-1500:]}")
+                continue
+            missing = [w for w in words if not re.search(w, message)]
+            if missing:
+                fail(f"{label}: the message lacks {missing}: {message}")
+            if re.search(r"^output \d+ ", result.stdout, re.M) or os.path.exists(out):
+                fail(f"{label}: refused, yet it ran (outputs printed or written)")
+            if not missing:
+                print(f"{label}: status 2: {message}")
+    return report("refusals")
+
+
+def report(what):
+    if failures:
+        print(f"{what}: {len(failures)} failure(s)")
+        return 1
+    print(f"{what}: all passed")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--models", required=True)
+    p.add_argument("--stamp", required=True)
+    p.add_argument("--ort")
+    p.add_argument("--node", default="node")
+    p = sub.add_parser("models")
+    p.add_argument("--run-onnx", required=True)
+    p.add_argument("--models", required=True)
+    p.add_argument("family", choices=list(FAMILIES))
+    p = sub.add_parser("node")
+    p.add_argument("--run-onnx", required=True)
+    p.add_argument("--node-tests", required=True)
+    p.add_argument("family", choices=["cpu", "onednn", "opencl"])
+    p = sub.add_parser("refusals")
+    p.add_argument("--run-onnx", required=True)
+    p.add_argument("--models", required=True)
+    args = parser.parse_args()
+    if args.command != "prepare" and not os.access(args.run_onnx, os.X_OK):
+        print(f"onnx_test.py: {args.run_onnx} is not built (ninja -C build examples/onnx/run_onnx)", file=sys.stderr)
+        return 1
+    return {"prepare": prepare, "models": models, "node": node_tests, "refusals": refusals}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,352 @@
+// conv2d: the OpenCL kernel (PoCL), the CPU plain kernel and the oneDNN kernel (NCHW and
+// blocked inputs) against a naive reference written here, on grouped, depthwise, dilated,
+// strided and asymmetrically padded convolutions, SAME and VALID, odd sizes and batches, and
+// ONNX's node tests of Conv; each refusal of the OpenCL kernel; and network-sized convolutions
+// on PoCL, which must finish in reasonable time on a 2-core CPU.
+//
+// Tolerance: 1e-4 relative (floor 1e-4 absolute): the kernels sum in float, in their orders.
+#include <array>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <fluidk/runtime_dispatch.hpp>
+#include <fluidk/scope.hpp>
+#include <fluidk/transforms/cpu.hpp>
+#include <iostream>
+#include <ops/ops.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops_test_support.hpp"
+
+using namespace fluidk;
+using fluidk_test::check_close;
+
+namespace {
+
+const bool registered = (ops::register_all(), true);
+
+std::mt19937& rng() {
+  static std::mt19937 engine(20250307);
+  return engine;
+}
+
+Tensor random_tensor(const dims& shape) {
+  Tensor t(shape, data_type::float32, cpu_place, data_layout::nchw);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng());
+  return t;
+}
+Tensor tensor_of(const dims& shape, const std::vector<float>& v) {
+  Tensor t(shape, data_type::float32, cpu_place, data_layout::nchw);
+  REQUIRE(std::int64_t(v.size()) == t.numel());
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+// The elements in logical NCHW order, wherever the tensor lives and whatever its layout.
+std::vector<float> values(const Tensor& t) {
+  Tensor h = t.place().host_accessible() ? t : copy_to(t, cpu_place);
+  if (h.layout() != data_layout::any && h.layout() != data_layout::nchw)
+    h = transform(h, kernel_key{cpu_place, h.dtype(), data_layout::nchw, library_type::plain});
+  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+}
+
+// A kernel to check: where it runs, whether the call asks for oneDNN, and Input's layout.
+struct variant {
+  std::string name;
+  place where;
+  bool use_onednn;
+  data_layout layout;
+};
+std::vector<variant> float_variants() {
+  std::vector<variant> v{{"CPU plain", cpu_place, false, data_layout::nchw}};
+#if FLUIDK_OPS_ONEDNN
+  v.push_back({"CPU oneDNN, NCHW", cpu_place, true, data_layout::nchw});
+  v.push_back({"CPU oneDNN, nChw8c", cpu_place, true, data_layout_of<layout::nChw8c>});
+  v.push_back({"CPU oneDNN, nChw16c", cpu_place, true, data_layout_of<layout::nChw16c>});
+#endif
+#if FLUIDK_OPS_OPENCL
+  v.push_back({"OpenCL", place::of<opencl>(0), false, data_layout::nchw});
+#endif
+  return v;
+}
+
+// One convolution as the attributes give it.
+struct conv_case {
+  std::int64_t n, c, h, w, oc, kh, kw, groups = 1;
+  std::array<std::int64_t, 2> s{1, 1}, d{1, 1};
+  std::array<std::int64_t, 4> pads{0, 0, 0, 0};  // top, bottom, left, right
+  std::string algorithm = "EXPLICIT";
+
+  dims input_dims() const { return {n, c, h, w}; }
+  dims filter_dims() const { return {oc, groups == 0 ? 0 : c / groups, kh, kw}; }
+  attribute_map attrs() const {
+    auto ints = [](auto... v) { return std::vector<std::int32_t>{std::int32_t(v)...}; };
+    return {{"strides", ints(s[0], s[1])},
+            {"dilations", ints(d[0], d[1])},
+            {"paddings", ints(pads[0], pads[1], pads[2], pads[3])},
+            {"groups", std::int32_t(groups)},
+            {"padding_algorithm", algorithm}};
+  }
+  std::string text() const {
+    auto str = [](std::int64_t v) { return std::to_string(v); };
+    return "Input [" + str(n) + "," + str(c) + "," + str(h) + "," + str(w) + "] oc " + str(oc) + " k " + str(kh) +
+           "x" + str(kw) + " groups " + str(groups) + " s " + str(s[0]) + "," + str(s[1]) + " d " + str(d[0]) +
+           "," + str(d[1]) + " pads " + str(pads[0]) + "," + str(pads[1]) + "," + str(pads[2]) + "," +
+           str(pads[3]) + " " + algorithm;
+  }
+};
+
+// The naive convolution, in double: every tap of every input channel of the group, the
+// padding read as zeros. SAME is Fluid's: ceil(size / stride) outputs, the padding they need
+// split with its odd unit at the end, dilations 1.
+struct reference_result {
+  dims shape;
+  std::vector<float> values;
+};
+reference_result reference(const conv_case& c, const std::vector<float>& x, const std::vector<float>& w) {
+  std::array<std::int64_t, 2> s = c.s, d = c.d, begin{c.pads[0], c.pads[2]}, end{c.pads[1], c.pads[3]};
+  const std::int64_t size[2] = {c.h, c.w}, k[2] = {c.kh, c.kw};
+  for (int i = 0; i < 2; ++i) {
+    if (c.algorithm == "VALID") begin[i] = end[i] = 0;
+    if (c.algorithm != "SAME") continue;
+    const std::int64_t out = (size[i] + s[i] - 1) / s[i];
+    const std::int64_t sum = std::max<std::int64_t>((out - 1) * s[i] + k[i] - size[i], 0);
+    begin[i] = sum / 2;
+    end[i] = sum - sum / 2;
+    d[i] = 1;
+  }
+  const std::int64_t oh = (c.h + begin[0] + end[0] - (d[0] * (c.kh - 1) + 1)) / s[0] + 1;
+  const std::int64_t ow = (c.w + begin[1] + end[1] - (d[1] * (c.kw - 1) + 1)) / s[1] + 1;
+  const std::int64_t cg = c.c / c.groups, ocg = c.oc / c.groups;
+  reference_result r{{c.n, c.oc, oh, ow}, {}};
+  for (std::int64_t b = 0; b < c.n; ++b)
+    for (std::int64_t o = 0; o < c.oc; ++o)
+      for (std::int64_t y = 0; y < oh; ++y)
+        for (std::int64_t xo = 0; xo < ow; ++xo) {
+          double sum = 0;
+          const std::int64_t g = o / ocg;
+          for (std::int64_t ci = 0; ci < cg; ++ci)
+            for (std::int64_t ky = 0; ky < c.kh; ++ky)
+              for (std::int64_t kx = 0; kx < c.kw; ++kx) {
+                const std::int64_t iy = y * s[0] - begin[0] + ky * d[0], ix = xo * s[1] - begin[1] + kx * d[1];
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                sum += double(x[std::size_t(((b * c.c + g * cg + ci) * c.h + iy) * c.w + ix)]) *
+                       double(w[std::size_t(((o * cg + ci) * c.kh + ky) * c.kw + kx)]);
+              }
+          r.values.push_back(float(sum));
+        }
+  return r;
+}
+
+// Runs conv2d as `v` says (Input in v.layout, Filter row-major); Output's dims and values.
+reference_result run_conv(const variant& v, const Tensor& x, const Tensor& w, attribute_map attrs) {
+  REQUIRE(registered);
+  Scope scope;
+  scope.var("x").set(LoDTensor(
+      v.layout == data_layout::nchw ? x
+                                    : transform(x, kernel_key{cpu_place, data_type::float32, v.layout,
+                                                              library_type::plain})));
+  scope.var("w").set(LoDTensor(w));
+  if (v.use_onednn) attrs.set("use_onednn", true);
+  const kernel_choice choice = fluidk_test::run_named(v.where, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
+                                                      {{"Output", {"y"}}}, attrs);
+  INFO(v.name << " chose " << choice.chosen.to_string());
+  CHECK(choice.chosen.place() == v.where);
+  CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
+  const LoDTensor& y = scope.get("y").get<LoDTensor>();
+  return {y.dims(), values(y)};
+}
+
+// Every kernel against the reference, and the OpenCL kernel against the CPU plain kernel.
+void check_all(const conv_case& c, const Tensor& x, const Tensor& w) {
+  const reference_result expected = reference(c, values(x), values(w));
+  std::vector<float> plain;
+  for (const variant& v : float_variants()) {
+    INFO(v.name << ": " << c.text());
+    const reference_result r = run_conv(v, x, w, c.attrs());
+    CHECK(r.shape == expected.shape);
+    check_close(r.values, expected.values, 1e-4);
+    if (v.name == "CPU plain") plain = r.values;
+    if (v.where != cpu_place) check_close(r.values, plain, 1e-4);
+  }
+}
+void check_all(const conv_case& c) { check_all(c, random_tensor(c.input_dims()), random_tensor(c.filter_dims())); }
+
+}  // namespace
+
+TEST_CASE("conv2d, every kernel on grouped, depthwise, dilated, strided and padded convolutions",
+          "[ops][conv2d][onednn][opencl]") {
+  std::vector<conv_case> cases;
+  // n, c, h, w, oc, kh, kw, groups, strides, dilations, paddings (top, bottom, left, right)
+  cases.push_back({1, 3, 7, 5, 4, 3, 3});
+  cases.push_back({2, 3, 9, 11, 5, 3, 2, 1, {2, 2}, {1, 1}, {1, 0, 2, 1}});
+  cases.push_back({2, 4, 8, 9, 6, 3, 3, 2, {1, 2}, {1, 1}, {1, 1, 0, 2}});
+  cases.push_back({1, 6, 10, 7, 6, 3, 3, 6, {1, 1}, {1, 1}, {1, 1, 1, 1}});     // depthwise
+  cases.push_back({2, 5, 9, 9, 10, 3, 3, 5, {2, 2}, {1, 1}, {1, 0, 2, 1}});     // depthwise x2
+  cases.push_back({1, 16, 13, 11, 16, 3, 3, 16, {2, 1}, {2, 2}, {2, 1, 0, 3}});  // depthwise, dilated
+  cases.push_back({2, 3, 11, 13, 4, 3, 3, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}});
+  cases.push_back({1, 4, 12, 10, 8, 2, 3, 2, {2, 3}, {3, 2}, {0, 3, 1, 0}});
+  cases.push_back({2, 9, 7, 7, 12, 1, 1});                                       // pointwise
+  cases.push_back({1, 8, 6, 5, 8, 1, 1, 4, {2, 2}});
+  cases.push_back({1, 3, 15, 17, 7, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}});     // ResNet's stem, small
+  cases.push_back({1, 2, 3, 3, 3, 5, 5, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}});       // taps past every side
+  cases.push_back({1, 2, 4, 4, 2, 3, 3, 2, {3, 3}, {1, 1}, {4, 0, 0, 4}});       // rows of padding only
+  conv_case same{2, 4, 9, 8, 6, 3, 2, 2, {2, 3}};
+  same.algorithm = "SAME";
+  cases.push_back(same);
+  conv_case same_dw{1, 5, 7, 6, 5, 3, 3, 5, {1, 2}, {2, 2}, {9, 9, 9, 9}};  // SAME ignores both
+  same_dw.algorithm = "SAME";
+  cases.push_back(same_dw);
+  conv_case valid{1, 3, 8, 7, 2, 3, 2, 1, {2, 1}, {1, 2}, {1, 1, 1, 1}};
+  valid.algorithm = "VALID";
+  cases.push_back(valid);
+  for (const conv_case& c : cases) check_all(c);
+
+  // Drawn: every group count that divides C, in odd sizes.
+  std::uniform_int_distribution<std::int64_t> one_to3(1, 3), small(0, 2), size(1, 9);
+  for (int i = 0; i < 24; ++i) {
+    conv_case c{one_to3(rng()), 0, 0, 0, 0, one_to3(rng()), one_to3(rng())};
+    c.groups = one_to3(rng());
+    c.c = c.groups * one_to3(rng());
+    c.oc = c.groups * one_to3(rng());
+    c.s = {one_to3(rng()), one_to3(rng())};
+    c.d = {one_to3(rng()), one_to3(rng())};
+    for (auto& p : c.pads) p = small(rng());
+    c.h = (c.kh - 1) * c.d[0] + size(rng());
+    c.w = (c.kw - 1) * c.d[1] + size(rng());
+    check_all(c);
+  }
+}
+
+// ONNX's node tests of Conv (/usr/share/libonnx-testdata/data/node/test_conv_with_*), written
+// by /usr/bin/python3 with onnx.numpy_helper.to_array(onnx.load_tensor(...)) of
+// test_data_set_0/{input_0,input_1,output_0}.pb; ONNX's pads (begins, then ends) and auto_pad
+// SAME_LOWER resolved to Fluid's paddings (top, bottom, left, right).
+struct onnx_case {
+  const char* name;
+  std::array<std::int64_t, 2> strides;
+  std::array<std::int64_t, 4> pads;
+  std::vector<std::int64_t> x_dims;
+  std::vector<float> x;
+  std::vector<std::int64_t> w_dims;
+  std::vector<float> w;
+  std::vector<std::int64_t> y_dims;
+  std::vector<float> y;
+};
+const onnx_case onnx_cases[] = {
+    {"test_conv_with_autopad_same", {2, 2}, {1, 1, 1, 1}, {1, 1, 5, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 3, 3},
+     {12.f, 27.f, 24.f, 63.f, 108.f, 81.f, 72.f, 117.f, 84.f}},
+    {"test_conv_with_strides_and_asymmetric_padding", {2, 2}, {1, 1, 0, 0}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 4, 2},
+     {21.f, 33.f, 99.f, 117.f, 189.f, 207.f, 171.f, 183.f}},
+    {"test_conv_with_strides_no_padding", {2, 2}, {0, 0, 0, 0}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 3, 2},
+     {54.f, 72.f, 144.f, 162.f, 234.f, 252.f}},
+    {"test_conv_with_strides_padding", {2, 2}, {1, 1, 1, 1}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 4, 3},
+     {12.f, 27.f, 24.f, 63.f, 108.f, 81.f, 123.f, 198.f, 141.f, 112.f, 177.f, 124.f}},
+};
+
+TEST_CASE("conv2d, every kernel on ONNX's node tests of Conv", "[ops][conv2d][onnx][onednn][opencl]") {
+  for (const onnx_case& o : onnx_cases) {
+    INFO(o.name);
+    const dims x_dims(o.x_dims), w_dims(o.w_dims);
+    conv_case c{x_dims[0], x_dims[1], x_dims[2], x_dims[3], w_dims[0], w_dims[2], w_dims[3], 1, o.strides};
+    c.pads = o.pads;
+    const Tensor x = tensor_of(x_dims, o.x), w = tensor_of(w_dims, o.w);
+    const reference_result expected = reference(c, o.x, o.w);
+    CHECK(expected.shape == dims(o.y_dims));
+    check_close(expected.values, o.y, 1e-6);
+    for (const variant& v : float_variants()) {
+      INFO(v.name);
+      const reference_result r = run_conv(v, x, w, c.attrs());
+      CHECK(r.shape == dims(o.y_dims));
+      check_close(r.values, o.y, 1e-5);
+    }
+  }
+}
+
+#if FLUIDK_OPS_OPENCL
+TEST_CASE("conv2d on OpenCL: empty outputs, inputs without channels or pixels",
+          "[ops][conv2d][opencl]") {
+  const variant ocl{"OpenCL", place::of<opencl>(0), false, data_layout::nchw};
+  // No image, no output channel: an empty output, nothing launched.
+  for (const conv_case& c : {conv_case{0, 3, 5, 5, 4, 3, 3}, conv_case{2, 3, 5, 5, 0, 3, 3}}) {
+    INFO(c.text());
+    const reference_result r = run_conv(ocl, random_tensor(c.input_dims()), random_tensor(c.filter_dims()), c.attrs());
+    CHECK(r.shape == reference(c, {}, {}).shape);
+    CHECK(r.values.empty());
+  }
+  // No input channel, or no input rows but padding: every output is an empty sum.
+  for (const conv_case& c : {conv_case{2, 0, 5, 5, 4, 3, 3}, conv_case{1, 2, 0, 4, 3, 1, 3, 1, {1, 1}, {1, 1}, {1, 1, 0, 0}}}) {
+    INFO(c.text());
+    const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+    const reference_result expected = reference(c, values(x), values(w));
+    const reference_result r = run_conv(ocl, x, w, c.attrs());
+    CHECK(r.shape == expected.shape);
+    CHECK(!r.values.empty());
+    check_close(r.values, expected.values, 0);
+  }
+}
+
+TEST_CASE("conv2d on OpenCL refuses a filter that is not in row-major order, and bad geometries",
+          "[ops][conv2d][opencl][errors]") {
+  REQUIRE(registered);
+  const place at = place::of<opencl>(0);
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor({1, 8, 5, 5})));
+  scope.var("w").set(LoDTensor(random_tensor({8, 8, 3, 3})));
+  // The filter keeps its layout on the way to the device: a blocked one arrives blocked.
+  scope.var("w8").set(LoDTensor(transform(random_tensor({8, 8, 3, 3}),
+                                          kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>,
+                                                     library_type::plain})));
+  const fluidk_test::slot_names out{{"Output", {"y"}}};
+  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w8"}}}, out),
+                    Catch::Contains("conv2d") && Catch::Contains("Filter in row-major order") &&
+                        Catch::Contains("nChw8c"));
+  CHECK_THROWS_WITH(
+      fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out, {{"groups", 3}}),
+      Catch::Contains("conv2d") && Catch::Contains("groups (3)"));
+  CHECK_THROWS_WITH(
+      fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out, {{"groups", 2}}),
+      Catch::Contains("conv2d") && Catch::Contains("C / groups"));
+  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
+                                           {{"dilations", std::vector<std::int32_t>{3, 1}}}),
+                    Catch::Contains("conv2d") && Catch::Contains("does not fit"));
+  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
+                                           {{"padding_algorithm", std::string("FULL")}}),
+                    Catch::Contains("conv2d") && Catch::Contains("padding_algorithm"));
+}
+
+// The convolutions of ResNet-18 and MobileNetV2 at 224x224 on PoCL, checked against the CPU
+// plain kernel: each must run in seconds, not minutes, on 2 cores.
+TEST_CASE("conv2d on OpenCL, network-sized convolutions in reasonable time", "[ops][conv2d][opencl][size]") {
+  const variant ocl{"OpenCL", place::of<opencl>(0), false, data_layout::nchw};
+  const variant plain{"CPU plain", cpu_place, false, data_layout::nchw};
+  struct sized {
+    const char* name;
+    conv_case c;
+  };
+  const sized cases[] = {
+      {"ResNet-18 stem 7x7/2 pad 3, 3->64 at 224", {1, 3, 224, 224, 64, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}}},
+      {"MobileNetV2 3x3 depthwise, 32 at 112", {1, 32, 112, 112, 32, 3, 3, 32, {1, 1}, {1, 1}, {1, 1, 1, 1}}},
+      {"MobileNetV2 3x3/2 depthwise, 96 at 112", {1, 96, 112, 112, 96, 3, 3, 96, {2, 2}, {1, 1}, {0, 1, 0, 1}}},
+      {"MobileNetV2 1x1, 32->16 at 112", {1, 32, 112, 112, 16, 1, 1}},
+      {"ResNet-18 3x3, 64->64 at 56", {1, 64, 56, 56, 64, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}}},
+  };
+  for (const sized& s : cases) {
+    INFO(s.name);
+    const Tensor x = random_tensor(s.c.input_dims()), w = random_tensor(s.c.filter_dims());
+    const reference_result expected = run_conv(plain, x, w, s.c.attrs());
+    run_conv(ocl, x, w, s.c.attrs());  // builds the program
+    const auto start = std::chrono::steady_clock::now();
+    const reference_result r = run_conv(ocl, x, w, s.c.attrs());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "conv2d OpenCL, " << s.name << ": " << seconds << " s\n";
+    CHECK(r.shape == expected.shape);
+    check_close(r.values, expected.values, 1e-4);
+    CHECK(seconds < 10.0);
+  }
+}
+#endif
