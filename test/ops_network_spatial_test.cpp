@@ -41,8 +41,10 @@ std::mt19937& rng() {
 }
 
 // Random values in [lo, hi), drawn in NCHW order, then laid out as asked.
-Tensor random_tensor(const dims& shape, data_layout layout = data_layout::any, double lo = -1, double hi = 1) {
-  Tensor t(shape, data_type::float32, cpu_place, layout == data_layout::any ? data_layout::any : data_layout::nchw);
+Tensor random_tensor(const dims& shape, data_layout layout = data_layout::any, double lo = -1,
+                     double hi = 1) {
+  Tensor t(shape, data_type::float32, cpu_place,
+           layout == data_layout::any ? data_layout::any : data_layout::nchw);
   std::uniform_real_distribution<double> dist(lo, hi);
   for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(dist(rng()));
   if (layout == data_layout::any || layout == data_layout::nchw) return t;
@@ -254,8 +256,8 @@ attribute_map conv_attrs(const conv_case& c) {
 }
 
 // A direct convolution in long double.
-std::vector<long double> naive_conv(const std::vector<float>& x, const std::vector<float>& w, const conv_case& c,
-                                    dims& out_dims) {
+std::vector<long double> naive_conv(const std::vector<float>& x, const std::vector<float>& w,
+                                    const conv_case& c, dims& out_dims) {
   const std::int64_t n = c.x[0], ch = c.x[1], h = c.x[2], wd = c.x[3];
   const std::int64_t oc = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3], ocg = oc / c.groups;
   const pads p = pads_of(c.paddings);
@@ -300,7 +302,7 @@ const std::vector<conv_case> conv_cases{
 
 void check_conv(const variant& v, const conv_case& c, data_layout layout) {
   INFO(v.name << ", Input " << c.x << " in " << name_of(layout) << ", Filter " << c.w << ", groups "
-               << c.groups);
+              << c.groups);
   Scope scope;
   scope.var("x").set(LoDTensor(random_tensor(c.x, layout)));
   scope.var("w").set(LoDTensor(random_tensor(c.w)));
@@ -374,8 +376,8 @@ TEST_CASE("conv2d refuses filters, groups and paddings that do not fit, on every
     CHECK_THROWS_WITH(run_as(v, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out, {{"groups", 4}}),
                       refused);  // 4 groups do not divide 6 channels
     CHECK_THROWS_WITH(run_as(v, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out), refused);
-    CHECK_THROWS_WITH(run_as(v, scope, "conv2d", {{"Input", {"x3"}}, {"Filter", {"w"}}}, out, {{"groups", 2}}),
-                      refused);
+    CHECK_THROWS_WITH(
+        run_as(v, scope, "conv2d", {{"Input", {"x3"}}, {"Filter", {"w"}}}, out, {{"groups", 2}}), refused);
     CHECK_THROWS_WITH(run_as(v, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
                              {{"groups", 2}, {"paddings", ints({1, 1, 1})}}),
                       refused);
@@ -400,14 +402,16 @@ std::vector<long double> naive_batch_norm(const batch_norm_inputs& in, const dim
   std::vector<long double> out(in.x.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
     const auto k = std::size_t((std::int64_t(i) / inner) % c);
-    out[i] = ((long double)in.x[i] - in.mean[k]) / std::sqrt((long double)in.variance[k] + epsilon) * in.scale[k] +
-             in.bias[k];
+    out[i] =
+        ((long double)in.x[i] - in.mean[k]) / std::sqrt((long double)in.variance[k] + epsilon) * in.scale[k] +
+        in.bias[k];
   }
   return out;
 }
 
 slot_names batch_norm_slots() {
-  return {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"variance"}}};
+  return {
+      {"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"variance"}}};
 }
 
 // X and its statistics as variables of the scope; returns what they hold.
@@ -418,15 +422,15 @@ batch_norm_inputs set_batch_norm_inputs(Scope& scope, Tensor x) {
   scope.var("bias").set(LoDTensor(random_tensor({c})));
   scope.var("mean").set(LoDTensor(random_tensor({c}, data_layout::any, -0.5, 0.5)));
   scope.var("variance").set(LoDTensor(random_tensor({c}, data_layout::any, 0.05, 3)));
-  return {values(scope.get("x")), values(scope.get("scale")), values(scope.get("bias")), values(scope.get("mean")),
-          values(scope.get("variance"))};
+  return {values(scope.get("x")), values(scope.get("scale")), values(scope.get("bias")),
+          values(scope.get("mean")), values(scope.get("variance"))};
 }
 
 }  // namespace
 
 TEST_CASE("batch_norm, every kernel and input layout: X of rank 2 to 5, odd channel counts",
           "[ops][batch_norm][onednn][opencl]") {
-  const dims shapes[] = {{2, 3, 5, 7}, {1, 17, 4, 3}, {3, 33, 2, 5}, {1, 16, 3, 3},
+  const dims shapes[] = {{2, 3, 5, 7}, {1, 17, 4, 3}, {3, 33, 2, 5},  {1, 16, 3, 3},
                          {5, 17},      {2, 3, 7},     {1, 3, 2, 3, 4}};
   for (const variant& v : float_variants())
     for (const dims& shape : shapes)
@@ -487,8 +491,10 @@ TEST_CASE("batch_norm against ONNX's node tests of BatchNormalization", "[ops][b
         scope.var("x").set(LoDTensor(std::move(x)));
         const char* stats[] = {"scale", "bias", "mean", "variance"};
         for (std::size_t i = 0; i < 4; ++i)
-          scope.var(stats[i]).set(LoDTensor(tensor_of(dims_of(d->inputs[i + 1].shape), d->inputs[i + 1].values)));
-        run_as(v, scope, "batch_norm", batch_norm_slots(), {{"Y", {"y"}}}, {{"epsilon", epsilon}, {"is_test", true}});
+          scope.var(stats[i]).set(
+              LoDTensor(tensor_of(dims_of(d->inputs[i + 1].shape), d->inputs[i + 1].values)));
+        run_as(v, scope, "batch_norm", batch_norm_slots(), {{"Y", {"y"}}},
+               {{"epsilon", epsilon}, {"is_test", true}});
         check_close(values(scope.get("y")), d->output.values, 1e-5);
       }
   }
@@ -625,10 +631,10 @@ const std::vector<pool_case> pool_cases{
 };
 
 void check_pool(const variant& v, const pool_case& c, data_layout layout, const Tensor& given) {
-  INFO(v.name << ", X " << c.x << " in " << name_of(layout) << ", " << c.type << " ksize " << c.ksize[0] << "x"
-               << c.ksize[1] << ", strides " << c.strides[0] << "x" << c.strides[1] << ", paddings "
-               << c.paddings.size() << ", ceil " << c.ceil << ", exclusive " << c.exclusive << ", global "
-               << c.global << ", " << c.algorithm);
+  INFO(v.name << ", X " << c.x << " in " << name_of(layout) << ", " << c.type << " ksize " << c.ksize[0]
+              << "x" << c.ksize[1] << ", strides " << c.strides[0] << "x" << c.strides[1] << ", paddings "
+              << c.paddings.size() << ", ceil " << c.ceil << ", exclusive " << c.exclusive << ", global "
+              << c.global << ", " << c.algorithm);
   Scope scope;
   Tensor x = given;
   if (layout != data_layout::nchw)
@@ -662,12 +668,13 @@ TEST_CASE("pool2d against ONNX's node tests of MaxPool, AveragePool, GlobalAvera
   // resolved as the importer does (SAME_UPPER: the odd cell at the end; SAME_LOWER: at the start).
   const auto max = [](std::vector<std::int32_t> k, std::vector<std::int32_t> s, std::vector<std::int32_t> p,
                       bool ceil = false, std::vector<std::int32_t> d = {1, 1}) {
-    return pool_case{{}, "max", std::move(k), std::move(s), std::move(p), std::move(d), ceil, true, false, "EXPLICIT"};
+    return pool_case{{},           "max", std::move(k), std::move(s), std::move(p),
+                     std::move(d), ceil,  true,         false,        "EXPLICIT"};
   };
   const auto avg = [](std::vector<std::int32_t> k, std::vector<std::int32_t> s, std::vector<std::int32_t> p,
                       bool ceil = false, bool include_pad = false) {
-    return pool_case{{}, "avg", std::move(k), std::move(s), std::move(p), {1, 1}, ceil, !include_pad, false,
-                     "EXPLICIT"};
+    return pool_case{{},     "avg", std::move(k), std::move(s), std::move(p),
+                     {1, 1}, ceil,  !include_pad, false,        "EXPLICIT"};
   };
   const auto global = [](std::string type) {
     return pool_case{{}, std::move(type), {1, 1}, {1, 1}, {}, {1, 1}, false, true, true, "EXPLICIT"};
@@ -688,7 +695,8 @@ TEST_CASE("pool2d against ONNX's node tests of MaxPool, AveragePool, GlobalAvera
       {"test_averagepool_2d_pads", avg({3, 3}, {1, 1}, {2, 2, 2, 2})},
       {"test_averagepool_2d_pads_count_include_pad", avg({3, 3}, {1, 1}, {2, 2, 2, 2}, false, true)},
       {"test_averagepool_2d_precomputed_pads", avg({5, 5}, {1, 1}, {2, 2, 2, 2})},
-      {"test_averagepool_2d_precomputed_pads_count_include_pad", avg({5, 5}, {1, 1}, {2, 2, 2, 2}, false, true)},
+      {"test_averagepool_2d_precomputed_pads_count_include_pad",
+       avg({5, 5}, {1, 1}, {2, 2, 2, 2}, false, true)},
       {"test_averagepool_2d_precomputed_same_upper", avg({3, 3}, {2, 2}, {1, 1, 1, 1})},
       {"test_averagepool_2d_precomputed_strides", avg({2, 2}, {2, 2}, {})},
       {"test_averagepool_2d_same_lower", avg({2, 2}, {1, 1}, {1, 0, 1, 0})},
@@ -762,12 +770,13 @@ TEST_CASE("conv2d -> batch_norm -> pool2d on every kernel: device data stays the
         Scope scope;
         scope.var("image").set(LoDTensor(random_tensor(c.x, layout)));
         scope.var("w").set(LoDTensor(random_tensor(c.w)));
-        run_as(v, scope, "conv2d", {{"Input", {"image"}}, {"Filter", {"w"}}}, {{"Output", {"x"}}}, conv_attrs(c));
+        run_as(v, scope, "conv2d", {{"Input", {"image"}}, {"Filter", {"w"}}}, {{"Output", {"x"}}},
+               conv_attrs(c));
         const Tensor conv = scope.get("x").get<LoDTensor>();
         check_layout(v, conv, layout, false);
         dims conv_dims;
-        check_close(values(conv), naive_conv(values(scope.get("image")), values(scope.get("w")), c, conv_dims),
-                    1e-4);
+        check_close(values(conv),
+                    naive_conv(values(scope.get("image")), values(scope.get("w")), c, conv_dims), 1e-4);
 
         const batch_norm_inputs bn = set_batch_norm_inputs(scope, conv);
         const kernel_choice bn_choice =
