@@ -76,17 +76,20 @@ function readPackedVarints(buf) {
 function readTensorProto(file, ort) {
   const dims = [];
   let dataType = 0, name = '', raw = null;
-  const typed = {float: [], double: [], int32: [], int64: []};  // float_data, double_data, int32_data, int64_data
+  // float_data, double_data, int32_data (every type stored in 32 bits or less), int64_data
+  const typed = {float: [], double: [], int32: [], int64: []};
+  const varints = (wire, value) => (wire === 2 ? readPackedVarints(value) : [value]);
+  const fixed = (wire, value, size) => (wire === 2 ? chunks(value, size) : [value]);
   for (const [field, wire, value] of readFields(fs.readFileSync(file))) {
-    if (field === 1) dims.push(...(wire === 2 ? readPackedVarints(value) : [value]).map(BigInt.asIntN.bind(null, 64)).map(Number));
+    if (field === 1) dims.push(...varints(wire, value).map((v) => Number(BigInt.asIntN(64, v))));
     else if (field === 2) dataType = Number(value);
     else if (field === 8) name = value.toString('utf8');
     else if (field === 9) raw = value;
-    else if (field === 4) typed.float.push(...(wire === 2 ? chunks(value, 4) : [value]).map((b) => b.readFloatLE(0)));
-    else if (field === 10) typed.double.push(...(wire === 2 ? chunks(value, 8) : [value]).map((b) => b.readDoubleLE(0)));
-    else if (field === 5) typed.int32.push(...(wire === 2 ? readPackedVarints(value) : [value]).map((v) => Number(BigInt.asIntN(32, v))));
-    else if (field === 7) typed.int64.push(...(wire === 2 ? readPackedVarints(value) : [value]).map((v) => BigInt.asIntN(64, v)));
-    else if (field === 13 || field === 14) throw new Error(`${file}: external data is not supported`);
+    else if (field === 4) typed.float.push(...fixed(wire, value, 4).map((b) => b.readFloatLE(0)));
+    else if (field === 10) typed.double.push(...fixed(wire, value, 8).map((b) => b.readDoubleLE(0)));
+    else if (field === 5) typed.int32.push(...varints(wire, value).map((v) => Number(BigInt.asIntN(32, v))));
+    else if (field === 7) typed.int64.push(...varints(wire, value).map((v) => BigInt.asIntN(64, v)));
+    else if (field === 13 || (field === 14 && value === 1n)) throw new Error(`${file}: external data is not supported`);
   }
   if (!types[dataType]) throw new Error(`${file}: data type ${dataType} is not supported`);
   const [typeName, ArrayType] = types[dataType];
@@ -175,7 +178,8 @@ async function main(argv) {
   try {
     ort = require(path.join(path.resolve(ortDir), 'node_modules', 'onnxruntime-node'));
   } catch (err) {
-    console.error(`reference.js: cannot load onnxruntime-node from ${ortDir} (scripts/deps installs it): ${err.message}`);
+    console.error(`reference.js: cannot load onnxruntime-node from ${ortDir} (scripts/deps installs it): ` +
+                  err.message);
     return 2;
   }
   for (const dir of dirs) await runModel(ort, dir);

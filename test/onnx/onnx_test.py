@@ -216,7 +216,8 @@ def check_plan(label, family, stdout):
     if family == "onednn":
         plain = sorted({row[0] for row in rows if row[2] == "PLAIN"})
         onednn = sorted({row[0] for row in rows if row[2] == "ONEDNN"})
-        print(f"  plan: oneDNN kernels for {', '.join(onednn)}; plain kernels (fallback) for {', '.join(plain) or 'none'}")
+        print(f"  plan: oneDNN kernels for {', '.join(onednn)}; "
+              f"plain kernels (fallback) for {', '.join(plain) or 'none'}")
         listed = re.search(r"^fallbacks (\d+)", stdout, re.M)
         marked = sum(1 for row in rows if row[3])
         if not listed or int(listed.group(1)) != marked:
@@ -271,8 +272,9 @@ def graph_value_types(model):
 
 
 def documented_refusals(model):
-    """The features of a model that the importer documents as refused, each with the words its
-    message must hold: [(reason, regex)]."""
+    """The features of a model that the importer documents as refused (docs/onnx.md, "What it
+    maps"), found here in the model itself, each with the words its message must hold:
+    [(reason, regex)]."""
     reasons = []
     initializers = {t.name for t in model.graph.initializer}
     constants = initializers | {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
@@ -300,11 +302,9 @@ def documented_refusals(model):
             for bound in node.input[1:]:
                 if bound and bound not in constants:
                     reasons.append((f"Clip's bound '{bound}' is not a constant", re.escape(f"'{bound}'")))
-        if node.op_type == "Dropout":
-            for k, what in ((1, "ratio"), (2, "training_mode")):
-                if len(node.input) > k and node.input[k] and node.input[k] not in constants:
-                    reasons.append((f"Dropout's {what} '{node.input[k]}' is not a constant",
-                                    re.escape(f"'{node.input[k]}'")))
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] and node.input[2] not in constants:
+            reasons.append((f"Dropout's training_mode '{node.input[2]}' is not a constant",
+                            r"training_mode " + re.escape(f"'{node.input[2]}'")))
         if node.op_type == "Reshape" and attributes.get("allowzero"):
             reasons.append(("Reshape with allowzero 1", r"allowzero|empty"))
     return reasons
@@ -416,7 +416,8 @@ def refusals(args):
 
         cases = [
             ("an unsupported operator",
-             save_model("tanh", tiny_model([helper.make_node("Tanh", ["x"], ["y"], name="squash")], [x4], [y(1, 2, 5, 5)])),
+             save_model("tanh", tiny_model([helper.make_node("Tanh", ["x"], ["y"], name="squash")],
+                                           [x4], [y(1, 2, 5, 5)])),
              [x_file], [r"'squash'", r"Tanh", r"not supported"]),
             ("an unknown attribute",
              save_model("relu_alpha", tiny_model([helper.make_node("Relu", ["x"], ["y"], name="act", alpha=0.5)],
