@@ -109,8 +109,8 @@ struct gemm_onednn {
     memory src = detail::onednn_matrix_memory(a, {}, p.m, p.k, p.trans_a, dnn);
     memory weights = detail::onednn_matrix_memory(b, {}, p.k, p.n, p.trans_b, dnn);
     memory dst = detail::onednn_matrix_memory(out, {}, p.m, p.n, false, dnn);
-    Tensor c;
-    if (g.has_c) c = detail::row_major(ctx.input("C"));
+    // Const: C is read only (a mutable Tensor's data() would move its storage's version).
+    const Tensor c = g.has_c ? detail::row_major(ctx.input("C")) : Tensor();
     // C as a row of biases: oneDNN adds it to every row of the product.
     if (g.has_c && g.alpha == 1 && g.beta == 1 && g.c_at.row_stride == 0 && g.c_at.col_stride == 1) {
       memory bias = detail::onednn_plain_memory(c, {1, p.n}, dnn.engine());
