@@ -41,7 +41,8 @@ std::mt19937& rng() {
 
 // A float tensor of these values (logical order), in `layout`.
 Tensor tensor_of(const dims& shape, const std::vector<float>& v, data_layout layout = data_layout::any) {
-  Tensor t(shape, data_type::float32, cpu_place, layout == data_layout::any ? data_layout::any : data_layout::nchw);
+  Tensor t(shape, data_type::float32, cpu_place,
+           layout == data_layout::any ? data_layout::any : data_layout::nchw);
   REQUIRE(std::size_t(t.numel()) == v.size());
   std::copy(v.begin(), v.end(), t.data<float>());
   if (layout == data_layout::any || layout == data_layout::nchw) return t;
@@ -112,8 +113,8 @@ std::vector<variant> variants() {
 }
 
 // Runs an operator as `v` says, and checks the kernel chosen.
-void run_as(const variant& v, Scope& scope, std::string_view type, const slot_names& in, const slot_names& out,
-            attribute_map attrs = {}) {
+void run_as(const variant& v, Scope& scope, std::string_view type, const slot_names& in,
+            const slot_names& out, attribute_map attrs = {}) {
   REQUIRE(registered);
   if (v.use_onednn) attrs.set("use_onednn", true);
   const kernel_choice choice = fluidk_test::run_named(v.where, scope, type, in, out, attrs);
@@ -132,7 +133,8 @@ struct statistics {
 statistics random_statistics(std::int64_t c) {
   return {random_values(c), random_values(c), random_values(c), random_values(c, 0.1f, 2)};
 }
-std::vector<double> naive_batch_norm(const std::vector<float>& x, const dims& d, const statistics& s, double eps) {
+std::vector<double> naive_batch_norm(const std::vector<float>& x, const dims& d, const statistics& s,
+                                     double eps) {
   const std::int64_t c = d[1];
   std::int64_t inner = 1;
   for (std::size_t i = 2; i < d.rank(); ++i) inner *= d[i];
@@ -173,8 +175,8 @@ void set_statistics(Scope& scope, const dims& d, const statistics& s) {
   scope.var("mean").set(LoDTensor(tensor_of(c, s.mean)));
   scope.var("variance").set(LoDTensor(tensor_of(c, s.variance)));
 }
-const slot_names batch_norm_in{{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}},
-                               {"Variance", {"variance"}}};
+const slot_names batch_norm_in{
+    {"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"variance"}}};
 attribute_map batch_norm_attrs(float eps) {
   return {{"epsilon", eps}, {"momentum", 0.9f}, {"is_test", true}, {"data_layout", std::string("NCHW")}};
 }
@@ -183,8 +185,9 @@ attribute_map batch_norm_attrs(float eps) {
 
 // --- batch_norm ---------------------------------------------------------------------------------
 
-TEST_CASE("batch_norm, every kernel, ranks 2 to 6 and odd channel counts", "[ops][batch_norm][onednn][opencl]") {
-  const std::vector<dims> shapes{{2, 3, 4, 5}, {3, 17, 2, 3}, {4, 5},         {2, 3, 7},
+TEST_CASE("batch_norm, every kernel, ranks 2 to 6 and odd channel counts",
+          "[ops][batch_norm][onednn][opencl]") {
+  const std::vector<dims> shapes{{2, 3, 4, 5},       {3, 17, 2, 3},   {4, 5},      {2, 3, 7},
                                  {1, 2, 1, 2, 2, 3}, {2, 5, 1, 3, 2}, {0, 3, 2, 2}};
   for (const variant& v : variants())
     for (const dims& d : shapes) {
@@ -201,7 +204,8 @@ TEST_CASE("batch_norm, every kernel, ranks 2 to 6 and odd channel counts", "[ops
 }
 
 #if FLUIDK_OPS_ONEDNN
-TEST_CASE("batch_norm, oneDNN, blocked X stays blocked with zero padding lanes", "[ops][batch_norm][onednn]") {
+TEST_CASE("batch_norm, oneDNN, blocked X stays blocked with zero padding lanes",
+          "[ops][batch_norm][onednn]") {
   for (const data_layout layout : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
     for (const dims& d : {dims{2, 3, 4, 5}, dims{1, 17, 3, 3}, dims{2, 16, 2, 1}}) {
       INFO(layout.name() << " X " << d.to_string());
@@ -247,17 +251,18 @@ TEST_CASE("batch_norm refuses training, other layouts and statistics not of X's 
       set_statistics(scope, dims{1, r.channels}, random_statistics(r.channels));
       attribute_map attrs = r.attrs;
       if (v.use_onednn) attrs.set("use_onednn", true);
-      CHECK_THROWS_WITH(fluidk_test::run_named(v.where, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}}, attrs),
-                        Catch::Contains("operator 'batch_norm'") && Catch::Contains(r.message));
+      CHECK_THROWS_WITH(
+          fluidk_test::run_named(v.where, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}}, attrs),
+          Catch::Contains("operator 'batch_norm'") && Catch::Contains(r.message));
     }
   // A statistic of another rank.
   Scope scope;
   scope.var("x").set(LoDTensor(tensor_of({2, 3, 2, 2}, random_values(24))));
   set_statistics(scope, dims{1, 3}, random_statistics(3));
   scope.var("mean").set(LoDTensor(tensor_of({1, 3}, random_values(3))));
-  CHECK_THROWS_WITH(
-      fluidk_test::run_named(cpu_place, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}}, batch_norm_attrs(1e-5f)),
-      Catch::Contains("input 'Mean' must be 1-D [3]"));
+  CHECK_THROWS_WITH(fluidk_test::run_named(cpu_place, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}},
+                                           batch_norm_attrs(1e-5f)),
+                    Catch::Contains("input 'Mean' must be 1-D [3]"));
 }
 
 // --- clip and sigmoid ---------------------------------------------------------------------------
@@ -276,8 +281,13 @@ std::vector<double> naive_clip(const std::vector<float>& x, const bounds& b) {
   return naive_clip(x, b.lo.value_or(-FLT_MAX), b.hi.value_or(FLT_MAX));
 }
 // Bounds about 0, above it, below it, crossed (max wins), open on either side.
-const std::vector<bounds> clip_bounds{{-0.5f, 0.75f}, {0.25f, 2.f}, {-2.f, -0.25f}, {1.f, -1.f},
-                                      {std::nullopt, 0.5f}, {-0.5f, std::nullopt}, {}};
+const std::vector<bounds> clip_bounds{{-0.5f, 0.75f},
+                                      {0.25f, 2.f},
+                                      {-2.f, -0.25f},
+                                      {1.f, -1.f},
+                                      {std::nullopt, 0.5f},
+                                      {-0.5f, std::nullopt},
+                                      {}};
 }  // namespace
 
 TEST_CASE("clip and sigmoid, every kernel, with NaN and infinities", "[ops][clip][sigmoid][onednn][opencl]") {
@@ -342,8 +352,9 @@ TEST_CASE("clip refuses NaN bounds", "[ops][clip][onednn][opencl]") {
       scope.var("x").set(LoDTensor(tensor_of({3}, {1, 2, 3})));
       attribute_map attrs{{bound, nan_f}};
       if (v.use_onednn) attrs.set("use_onednn", true);
-      CHECK_THROWS_WITH(fluidk_test::run_named(v.where, scope, "clip", {{"X", {"x"}}}, {{"Out", {"y"}}}, attrs),
-                        Catch::Contains("operator 'clip'") && Catch::Contains("is NaN"));
+      CHECK_THROWS_WITH(
+          fluidk_test::run_named(v.where, scope, "clip", {{"X", {"x"}}}, {{"Out", {"y"}}}, attrs),
+          Catch::Contains("operator 'clip'") && Catch::Contains("is NaN"));
     }
 }
 
@@ -366,34 +377,163 @@ struct onnx_case {
 // (onnx.numpy_helper); print the shape of X, base64 of each array as little-endian float32s,
 // the node's epsilon, Clip's min and max inputs.
 const onnx_case onnx_cases[] = {
-    {"test_batchnorm_epsilon", "batch_norm", {2, 3, 4, 5}, "1p7QPrMGrD/udlG/1GOpPWdBpb8gPim/gBCXv9ViSj6z6tM+2UGZP70R8T9f1zY/hTISQIM0yD9LcRw/4ppgv8x/z7+G6BS/fK8Jv8krx7+HFl+9/Nfnv7OUIb/Xm22/+s++P/owSD4gdvG+PfvnPybTEsCotSY/HLSQvzEAR78S144/MnOrP0Q74r+XTNk+e26LP/yzxL701yE/QLYMv39oBT9e5t09afmFPmgtar95tVs/VjLBPRkyvr9YRvO/MpyRv32K4b9sxpO+SCSGP9/0fz7lHkA9iiCEv1tuzj6CHi+/xpOhPwpbAMDj/6m+eZqXvp/5DcAu6Du+mtzIPh1vdz5a3NQ9x15Uv/VK/D4Ojbg9lmB/v07PTL+fC1Q+rAEGP4oLM7+g6Gk/oDssvziGCD4dkto+QYZSvORZtL6QyFE//aAFP9A/mT881cO+wRAxP2swtT5HF4Y/7QjZvvbxYMCP7Ku//Ha2P2cRaj6B7IO+hlFOPcCqsL/i+YW+T683vmpZMb9QpJE/jzctvtmPQ79wA/++3cy5vs4lhz42MCG/28vxvtG1wb+lxo0/7nc0PgK7cL/l+W0/qgmIv4XrYr+y7vU/Wmjrvntli78c73s/32CUv8qB377tLoE/", {"s6A2P/5hOr+N6lY/", "PZieP3R05L/W0ku/", "8ESzv2bGPL6eErK/", "Y7s2PWy/TD9Xm509"}, 0.009999999776482582f, std::nullopt, std::nullopt,
-     "00PYQJ7fGUHzEEFAkYq4QNhfyT8qw19A8LH0P8HEw0DT5NhAJ7YSQSU4NEExO/ZA6c1HQU2gJEFpKOxA8II1QODVED/uR29AjNh3QJSuQz/e5/G/GOPvvqIutr9CbZe/P/ZIwFnlBcAJtca/q51ZwHB6n70Kfh3AEnmCv3cLp79IjjXAGCFBwFIGAb+4vxHATC00wJrCz78UghzAzZ++vwC9lEBaRF5AzjN6QIhpDz8sc7NAoLZbQNdsiL/ixA/AWOKXvREN7b/c7xVAarzEQJAReEBMElNAGCRnPmP+iUAPxps/R0PYQD7lIsAoBw5AcYmTQHX2oL87iZ5A3MjWQOQQyEBhnbpARNk+QOeY4ECxQ7lA6AYeQF2eRECmsMRAu5jjQA5IWEDg2wRB9npdQFB8vUDSKdpA2zSvQFENjkBiNCbAIs0WwD7EOcCo78+/QpYfwNcYDsA5BDLA1aXLv0DhaD9t5li/xpVFwOGbB8DX3Ny/LcP8v7w5Ub+Tcty/Pfjkv6zNr79tsDbAPwfmvyBZfT9xjN8/sGcIQLaeekCTmq8/p/ToP0lukr9pK8pAAKNqQACD+T5b87lA9BIOPtISJD+TJgpBs4DtP2Aogz3z6r5AoP0Kvgv59T/5NMFA"},
-    {"test_batchnorm_example", "batch_norm", {2, 3, 4, 5}, "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+XiYsv1oXuL5bKlC/1PbcvzOvNT47ts2+V6rQv8zx7D61RGi/ssRUPa6lOj8ZFAQ+4teRP8YOnr+5/80+t08vv5DsXr9+LxS/0IOfvqENZj2hI5W/kZxmP09r7j6io8S/DH++P3+s8j9A4pY/Nz44vmwOib9G+IY/NW3OvhR5nD8JRlU+BAV6P6h1tj774TQ/RwgsPGiX5D8+9QE+jdHNPhUL8T9eg6y/QZ+iv2IqeD/oKJa/lMj4P97F074zWT+/9yL2P4KBvT8sDO8/i/JnP0l5XL8CffQ/vTeJvshtTT8bf3I/97oevk40HT+9FWw/", {"2brAPiq5jL+tspg+", "A8epPzPPMb/MORm+", "cszevq207D+CGyw/", "x7t5P+4VWz9u7D88"}, std::nullopt, std::nullopt, std::nullopt,
-     "1ocKQL6G0j9SwO4/VikWQCYODUC5VI8/iFrtPzCftz9c+Lk/JAnTP0gIxj+C+QJAlSHkP+/wxD+QqNQ/ekjPPxDyA0BM/7Q/IkfOPxNXlT8QMJFAC/I5P5Kd8z6zpRhASd6Yv+bQTkA2cLk/aN/cP3AMo74263i+MtSoP8rfhj8RuSNA/dp2QHhS9T+cnag/QAsoPQD0lz1aUfs/WmLuP852nMB/NL3Ac2/WwFrLV0A67lnAE1BNwE13rsAaeg8+LEvOwEKXJcCU+I7A5Ipvv0EiWsAGG6jAkQ4FwG9UUr/8uei/xomVv0zob8B1CEDAazOePyV3rT94Vpc/opVVPy6pxz/JZ6s/hvVeP9WU1T+ovpI/H4rBP5yS4j8zTMU/vpb2P1nEgj8GotI/MZmdP4CGlD94xKI/mc6vP9K+wT+Z0ThAKnndPsEgcz8lC1VAk/SHvo7+P7+YZNE9usTbP5mjMUDA/n8+lLr9PwA8Tj2Et6A/ClivPpIwij+/1Sk/PM2+P+eFHr/wF60/7j+DP5rfS0AO1rbAdAawwLwvKz+YcafAf4hWQHYAScDd7IHAS+NSQIvlBED7H0lA+gf9Pvnzi8AunlBAKFUvwKbkVT5ekhs/B2obwO+1nr5r6Qk/"},
-    {"test_clip", "clip", {3, 4, 5}, "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+", {}, std::nullopt, -1.0f, 1.0f,
-     "AACAP2jhzD6Tjno/AACAPwAAgD/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz4AAIA/XtNCP8Aw+T0LQuM+XdeqPgAAgD8CFVK+aUqgPgWmWr8AAIC/jFMnP7FLXT+H/j2/AACAPwAAgL9IbTs9IK0/vgAAgD8AAIA/iqoePoWewT7tRWO/AACAv4shsr7yGSA+AACAPwAAgD+zT8a+bceavgAAgL8AAIC/AACAvwAAgD+ReAK/RkvgvgAAgL+cCUc/AACAv5fYWb5MPWW/FhjGPiDEAr8AAIC/a97mvFFO2z4uOog9md2aPu9iIr82ubm+"},
-    {"test_clip_default_inbounds", "clip", {3}, "AACAvwAAAAAAAIA/", {}, std::nullopt, std::nullopt, std::nullopt,
+    {"test_batchnorm_epsilon",
+     "batch_norm",
+     {2, 3, 4, 5},
+     "1p7QPrMGrD/udlG/1GOpPWdBpb8gPim/gBCXv9ViSj6z6tM+2UGZP70R8T9f1zY/hTISQIM0yD9LcRw/4ppgv8x/z7+G6BS/"
+     "fK8Jv8krx7+HFl+9/Nfnv7OUIb/Xm22/+s++P/owSD4gdvG+PfvnPybTEsCotSY/HLSQvzEAR78S144/MnOrP0Q74r+XTNk+e26LP/"
+     "yzxL701yE/QLYMv39oBT9e5t09afmFPmgtar95tVs/VjLBPRkyvr9YRvO/MpyRv32K4b9sxpO+SCSGP9/"
+     "0fz7lHkA9iiCEv1tuzj6CHi+/xpOhPwpbAMDj/6m+eZqXvp/5DcAu6Du+mtzIPh1vdz5a3NQ9x15Uv/VK/D4Ojbg9lmB/"
+     "v07PTL+fC1Q+rAEGP4oLM7+g6Gk/oDssvziGCD4dkto+QYZSvORZtL6QyFE//aAFP9A/mT881cO+wRAxP2swtT5HF4Y/"
+     "7QjZvvbxYMCP7Ku//Ha2P2cRaj6B7IO+hlFOPcCqsL/i+YW+T683vmpZMb9QpJE/jzctvtmPQ79wA/++3cy5vs4lhz42MCG/"
+     "28vxvtG1wb+lxo0/7nc0PgK7cL/l+W0/qgmIv4XrYr+y7vU/Wmjrvntli78c73s/32CUv8qB377tLoE/",
+     {"s6A2P/5hOr+N6lY/", "PZieP3R05L/W0ku/", "8ESzv2bGPL6eErK/", "Y7s2PWy/TD9Xm509"},
+     0.009999999776482582f,
+     std::nullopt,
+     std::nullopt,
+     "00PYQJ7fGUHzEEFAkYq4QNhfyT8qw19A8LH0P8HEw0DT5NhAJ7YSQSU4NEExO/ZA6c1HQU2gJEFpKOxA8II1QODVED/"
+     "uR29AjNh3QJSuQz/e5/G/GOPvvqIutr9CbZe/P/ZIwFnlBcAJtca/"
+     "q51ZwHB6n70Kfh3AEnmCv3cLp79IjjXAGCFBwFIGAb+4vxHATC00wJrCz78UghzAzZ++"
+     "vwC9lEBaRF5AzjN6QIhpDz8sc7NAoLZbQNdsiL/ixA/AWOKXvREN7b/c7xVAarzEQJAReEBMElNAGCRnPmP+iUAPxps/"
+     "R0PYQD7lIsAoBw5AcYmTQHX2oL87iZ5A3MjWQOQQyEBhnbpARNk+"
+     "QOeY4ECxQ7lA6AYeQF2eRECmsMRAu5jjQA5IWEDg2wRB9npdQFB8vUDSKdpA2zSvQFENjkBiNCbAIs0WwD7EOcCo78+/"
+     "QpYfwNcYDsA5BDLA1aXLv0DhaD9t5li/xpVFwOGbB8DX3Ny/LcP8v7w5Ub+Tcty/Pfjkv6zNr79tsDbAPwfmvyBZfT9xjN8/"
+     "sGcIQLaeekCTmq8/p/ToP0lukr9pK8pAAKNqQACD+T5b87lA9BIOPtISJD+TJgpBs4DtP2Aogz3z6r5AoP0Kvgv59T/5NMFA"},
+    {"test_batchnorm_example",
+     "batch_norm",
+     {2, 3, 4, 5},
+     "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/"
+     "XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/"
+     "iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/"
+     "NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+XiYsv1oXuL5bKlC/"
+     "1PbcvzOvNT47ts2+V6rQv8zx7D61RGi/ssRUPa6lOj8ZFAQ+4teRP8YOnr+5/80+t08vv5DsXr9+LxS/0IOfvqENZj2hI5W/"
+     "kZxmP09r7j6io8S/DH++P3+s8j9A4pY/Nz44vmwOib9G+IY/NW3OvhR5nD8JRlU+BAV6P6h1tj774TQ/"
+     "RwgsPGiX5D8+9QE+jdHNPhUL8T9eg6y/QZ+iv2IqeD/oKJa/lMj4P97F074zWT+/9yL2P4KBvT8sDO8/i/JnP0l5XL8CffQ/"
+     "vTeJvshtTT8bf3I/97oevk40HT+9FWw/",
+     {"2brAPiq5jL+tspg+", "A8epPzPPMb/MORm+", "cszevq207D+CGyw/", "x7t5P+4VWz9u7D88"},
+     std::nullopt,
+     std::nullopt,
+     std::nullopt,
+     "1ocKQL6G0j9SwO4/VikWQCYODUC5VI8/iFrtPzCftz9c+Lk/JAnTP0gIxj+C+QJAlSHkP+/wxD+QqNQ/ekjPPxDyA0BM/7Q/"
+     "IkfOPxNXlT8QMJFAC/I5P5Kd8z6zpRhASd6Yv+bQTkA2cLk/aN/cP3AMo74263i+MtSoP8rfhj8RuSNA/dp2QHhS9T+cnag/"
+     "QAsoPQD0lz1aUfs/WmLuP852nMB/NL3Ac2/"
+     "WwFrLV0A67lnAE1BNwE13rsAaeg8+LEvOwEKXJcCU+I7A5Ipvv0EiWsAGG6jAkQ4FwG9UUr/8uei/"
+     "xomVv0zob8B1CEDAazOePyV3rT94Vpc/opVVPy6pxz/JZ6s/hvVeP9WU1T+ovpI/H4rBP5yS4j8zTMU/vpb2P1nEgj8GotI/"
+     "MZmdP4CGlD94xKI/mc6vP9K+wT+Z0ThAKnndPsEgcz8lC1VAk/SHvo7+P7+YZNE9usTbP5mjMUDA/n8+lLr9PwA8Tj2Et6A/"
+     "ClivPpIwij+/1Sk/PM2+P+eFHr/wF60/"
+     "7j+DP5rfS0AO1rbAdAawwLwvKz+YcafAf4hWQHYAScDd7IHAS+NSQIvlBED7H0lA+gf9Pvnzi8AunlBAKFUvwKbkVT5ekhs/"
+     "B2obwO+1nr5r6Qk/"},
+    {"test_clip",
+     "clip",
+     {3, 4, 5},
+     "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/"
+     "XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/"
+     "iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/"
+     "NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+",
+     {},
+     std::nullopt,
+     -1.0f,
+     1.0f,
+     "AACAP2jhzD6Tjno/AACAPwAAgD/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz4AAIA/"
+     "XtNCP8Aw+T0LQuM+XdeqPgAAgD8CFVK+aUqgPgWmWr8AAIC/jFMnP7FLXT+H/j2/AACAPwAAgL9IbTs9IK0/vgAAgD8AAIA/"
+     "iqoePoWewT7tRWO/AACAv4shsr7yGSA+AACAPwAAgD+zT8a+bceavgAAgL8AAIC/AACAvwAAgD+ReAK/RkvgvgAAgL+cCUc/"
+     "AACAv5fYWb5MPWW/FhjGPiDEAr8AAIC/a97mvFFO2z4uOog9md2aPu9iIr82ubm+"},
+    {"test_clip_default_inbounds",
+     "clip",
+     {3},
+     "AACAvwAAAAAAAIA/",
+     {},
+     std::nullopt,
+     std::nullopt,
+     std::nullopt,
      "AACAvwAAAAAAAIA/"},
-    {"test_clip_default_max", "clip", {3, 4, 5}, "XiYsv1oXuL5bKlC/1PbcvzOvNT47ts2+V6rQv8zx7D61RGi/ssRUPa6lOj8ZFAQ+4teRP8YOnr+5/80+t08vv5DsXr9+LxS/0IOfvqENZj2hI5W/kZxmP09r7j6io8S/DH++P3+s8j9A4pY/Nz44vmwOib9G+IY/NW3OvhR5nD8JRlU+BAV6P6h1tj774TQ/RwgsPGiX5D8+9QE+jdHNPhUL8T9eg6y/QZ+iv2IqeD/oKJa/lMj4P97F074zWT+/9yL2P4KBvT8sDO8/i/JnP0l5XL8CffQ/vTeJvshtTT8bf3I/97oevk40HT+9FWw/", {}, std::nullopt, std::nullopt, 0.0f,
-     "XiYsv1oXuL5bKlC/1PbcvwAAAAA7ts2+V6rQvwAAAAC1RGi/AAAAAAAAAAAAAAAAAAAAAMYOnr8AAAAAt08vv5DsXr9+LxS/0IOfvgAAAAChI5W/AAAAAAAAAACio8S/AAAAAAAAAAAAAAAANz44vmwOib8AAAAANW3OvgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABeg6y/QZ+ivwAAAADoKJa/AAAAAN7F074zWT+/AAAAAAAAAAAAAAAAAAAAAEl5XL8AAAAAvTeJvgAAAAAAAAAA97oevgAAAAAAAAAA"},
-    {"test_clip_default_min", "clip", {3, 4, 5}, "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+", {}, std::nullopt, 0.0f, std::nullopt,
-     "eMzhP2jhzD6Tjno/y2oPQCQM7z8AAAAA/zhzPwAAAAAAAAAA+DnSPiiAEz6iJbo/XtNCP8Aw+T0LQuM+XdeqPvw9vz8AAAAAaUqgPgAAAAAAAAAAjFMnP7FLXT8AAAAAqUMRQAAAAABIbTs9AAAAABwyxD/zE7w/iqoePoWewT4AAAAAAAAAAAAAAADyGSA+KnqdP5XnmT8AAAAAAAAAAAAAAAAAAAAAAAAAAAKz+T8AAAAAAAAAAAAAAACcCUc/AAAAAAAAAAAAAAAAFhjGPgAAAAAAAAAAAAAAAFFO2z4uOog9md2aPgAAAAAAAAAA"},
-    {"test_clip_example", "clip", {3}, "AAAAwAAAAAAAAABA", {}, std::nullopt, -1.0f, 1.0f,
+    {"test_clip_default_max",
+     "clip",
+     {3, 4, 5},
+     "XiYsv1oXuL5bKlC/1PbcvzOvNT47ts2+V6rQv8zx7D61RGi/ssRUPa6lOj8ZFAQ+4teRP8YOnr+5/80+t08vv5DsXr9+LxS/"
+     "0IOfvqENZj2hI5W/kZxmP09r7j6io8S/DH++P3+s8j9A4pY/Nz44vmwOib9G+IY/NW3OvhR5nD8JRlU+BAV6P6h1tj774TQ/"
+     "RwgsPGiX5D8+9QE+jdHNPhUL8T9eg6y/QZ+iv2IqeD/oKJa/lMj4P97F074zWT+/9yL2P4KBvT8sDO8/i/JnP0l5XL8CffQ/"
+     "vTeJvshtTT8bf3I/97oevk40HT+9FWw/",
+     {},
+     std::nullopt,
+     std::nullopt,
+     0.0f,
+     "XiYsv1oXuL5bKlC/1PbcvwAAAAA7ts2+V6rQvwAAAAC1RGi/AAAAAAAAAAAAAAAAAAAAAMYOnr8AAAAAt08vv5DsXr9+LxS/"
+     "0IOfvgAAAAChI5W/AAAAAAAAAACio8S/"
+     "AAAAAAAAAAAAAAAANz44vmwOib8AAAAANW3OvgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABeg6y/"
+     "QZ+ivwAAAADoKJa/AAAAAN7F074zWT+/AAAAAAAAAAAAAAAAAAAAAEl5XL8AAAAAvTeJvgAAAAAAAAAA97oevgAAAAAAAAAA"},
+    {"test_clip_default_min",
+     "clip",
+     {3, 4, 5},
+     "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/"
+     "XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/"
+     "iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/"
+     "NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+",
+     {},
+     std::nullopt,
+     0.0f,
+     std::nullopt,
+     "eMzhP2jhzD6Tjno/y2oPQCQM7z8AAAAA/zhzPwAAAAAAAAAA+DnSPiiAEz6iJbo/"
+     "XtNCP8Aw+T0LQuM+XdeqPvw9vz8AAAAAaUqgPgAAAAAAAAAAjFMnP7FLXT8AAAAAqUMRQAAAAABIbTs9AAAAABwyxD/zE7w/"
+     "iqoePoWewT4AAAAAAAAAAAAAAADyGSA+KnqdP5XnmT8AAAAAAAAAAAAAAAAAAAAAAAAAAAKz+T8AAAAAAAAAAAAAAACcCUc/"
+     "AAAAAAAAAAAAAAAAFhjGPgAAAAAAAAAAAAAAAFFO2z4uOog9md2aPgAAAAAAAAAA"},
+    {"test_clip_example", "clip", {3}, "AAAAwAAAAAAAAABA", {}, std::nullopt, -1.0f, 1.0f, "AACAvwAAAAAAAIA/"},
+    {"test_clip_inbounds",
+     "clip",
+     {3},
+     "AACAvwAAAAAAAIA/",
+     {},
+     std::nullopt,
+     -5.0f,
+     5.0f,
      "AACAvwAAAAAAAIA/"},
-    {"test_clip_inbounds", "clip", {3}, "AACAvwAAAAAAAIA/", {}, std::nullopt, -5.0f, 5.0f,
-     "AACAvwAAAAAAAIA/"},
-    {"test_clip_outbounds", "clip", {3}, "AADAwAAAAAAAAMBA", {}, std::nullopt, -5.0f, 5.0f,
+    {"test_clip_outbounds",
+     "clip",
+     {3},
+     "AADAwAAAAAAAAMBA",
+     {},
+     std::nullopt,
+     -5.0f,
+     5.0f,
      "AACgwAAAAAAAAKBA"},
-    {"test_clip_splitbounds", "clip", {3}, "AACAvwAAAAAAAMBA", {}, std::nullopt, -5.0f, 5.0f,
+    {"test_clip_splitbounds",
+     "clip",
+     {3},
+     "AACAvwAAAAAAAMBA",
+     {},
+     std::nullopt,
+     -5.0f,
+     5.0f,
      "AACAvwAAAAAAAKBA"},
-    {"test_sigmoid", "sigmoid", {3, 4, 5}, "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+", {}, std::nullopt, std::nullopt, std::nullopt,
-     "Ko1aPxJGGT9aEzo/gmNnP629XT9Q/4s+K5w4P8ep7D65zPI+TeoZP/AzCT8ah08/9XsuPxHHBz8r8xs/wSgVP5QSUT/b1OU+0d8TP77emD4r65M9P2coP0IeND/FIqU+9gVoP+DfQT6T7QI/NRzoPqGJUj8kHlA/l+UJPwXrFz9FSJU+hEn4PT3p0z5q/Ak/TxxGP8XZRD9oCM8+55jZPpfdhD6hVEc+7lUdPtAiYD8OJMA+b87IPsKMYz5FZS8/hwgqPhnf5D6oeJQ+GXUYP6EAwD66k3A+lmT8Pm0AGz9rQQQ/QjYTP4hssT5XEtI+"},
-    {"test_sigmoid_example", "sigmoid", {3}, "AACAvwAAAAAAAIA/", {}, std::nullopt, std::nullopt, std::nullopt,
+    {"test_sigmoid",
+     "sigmoid",
+     {3, 4, 5},
+     "eMzhP2jhzD6Tjno/y2oPQCQM7z/iLnq//zhzP2L9Gr5oZNO9+DnSPiiAEz6iJbo/"
+     "XtNCP8Aw+T0LQuM+XdeqPvw9vz8CFVK+aUqgPgWmWr8vZCPAjFMnP7FLXT+H/j2/qUMRQKgour9IbTs9IK0/vhwyxD/zE7w/"
+     "iqoePoWewT7tRWO/vYr9v4shsr7yGSA+KnqdP5XnmT+zT8a+bceavvw2hr8mw7W/EGfavwKz+T+ReAK/RkvgvplboL+cCUc/"
+     "NJTOv5fYWb5MPWW/FhjGPiDEAr/1Hpe/a97mvFFO2z4uOog9md2aPu9iIr82ubm+",
+     {},
+     std::nullopt,
+     std::nullopt,
+     std::nullopt,
+     "Ko1aPxJGGT9aEzo/gmNnP629XT9Q/4s+K5w4P8ep7D65zPI+TeoZP/AzCT8ah08/9XsuPxHHBz8r8xs/wSgVP5QSUT/"
+     "b1OU+0d8TP77emD4r65M9P2coP0IeND/FIqU+9gVoP+DfQT6T7QI/NRzoPqGJUj8kHlA/l+UJPwXrFz9FSJU+hEn4PT3p0z5q/Ak/"
+     "TxxGP8XZRD9oCM8+55jZPpfdhD6hVEc+7lUdPtAiYD8OJMA+b87IPsKMYz5FZS8/"
+     "hwgqPhnf5D6oeJQ+GXUYP6EAwD66k3A+lmT8Pm0AGz9rQQQ/QjYTP4hssT5XEtI+"},
+    {"test_sigmoid_example",
+     "sigmoid",
+     {3},
+     "AACAvwAAAAAAAIA/",
+     {},
+     std::nullopt,
+     std::nullopt,
+     std::nullopt,
      "sLKJPgAAAD+oJjs/"},
 };
 
 std::vector<float> decode(const char* base64) {
-  static constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<unsigned char> bytes;
   unsigned bits = 0;
   int count = 0;

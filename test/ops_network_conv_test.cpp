@@ -93,10 +93,10 @@ struct conv_case {
   }
   std::string text() const {
     auto str = [](std::int64_t v) { return std::to_string(v); };
-    return "Input [" + str(n) + "," + str(c) + "," + str(h) + "," + str(w) + "] oc " + str(oc) + " k " + str(kh) +
-           "x" + str(kw) + " groups " + str(groups) + " s " + str(s[0]) + "," + str(s[1]) + " d " + str(d[0]) +
-           "," + str(d[1]) + " pads " + str(pads[0]) + "," + str(pads[1]) + "," + str(pads[2]) + "," +
-           str(pads[3]) + " " + algorithm;
+    return "Input [" + str(n) + "," + str(c) + "," + str(h) + "," + str(w) + "] oc " + str(oc) + " k " +
+           str(kh) + "x" + str(kw) + " groups " + str(groups) + " s " + str(s[0]) + "," + str(s[1]) + " d " +
+           str(d[0]) + "," + str(d[1]) + " pads " + str(pads[0]) + "," + str(pads[1]) + "," + str(pads[2]) +
+           "," + str(pads[3]) + " " + algorithm;
   }
 };
 
@@ -132,7 +132,8 @@ reference_result reference(const conv_case& c, const std::vector<float>& x, cons
           for (std::int64_t ci = 0; ci < cg; ++ci)
             for (std::int64_t ky = 0; ky < c.kh; ++ky)
               for (std::int64_t kx = 0; kx < c.kw; ++kx) {
-                const std::int64_t iy = y * s[0] - begin[0] + ky * d[0], ix = xo * s[1] - begin[1] + kx * d[1];
+                const std::int64_t iy = y * s[0] - begin[0] + ky * d[0],
+                                   ix = xo * s[1] - begin[1] + kx * d[1];
                 if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
                 sum += double(x[std::size_t(((b * c.c + g * cg + ci) * c.h + iy) * c.w + ix)]) *
                        double(w[std::size_t(((o * cg + ci) * c.kh + ky) * c.kw + kx)]);
@@ -147,13 +148,13 @@ reference_result run_conv(const variant& v, const Tensor& x, const Tensor& w, at
   REQUIRE(registered);
   Scope scope;
   scope.var("x").set(LoDTensor(
-      v.layout == data_layout::nchw ? x
-                                    : transform(x, kernel_key{cpu_place, data_type::float32, v.layout,
-                                                              library_type::plain})));
+      v.layout == data_layout::nchw
+          ? x
+          : transform(x, kernel_key{cpu_place, data_type::float32, v.layout, library_type::plain})));
   scope.var("w").set(LoDTensor(w));
   if (v.use_onednn) attrs.set("use_onednn", true);
-  const kernel_choice choice = fluidk_test::run_named(v.where, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}},
-                                                      {{"Output", {"y"}}}, attrs);
+  const kernel_choice choice = fluidk_test::run_named(
+      v.where, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}}, attrs);
   INFO(v.name << " chose " << choice.chosen.to_string());
   CHECK(choice.chosen.place() == v.where);
   CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
@@ -174,7 +175,9 @@ void check_all(const conv_case& c, const Tensor& x, const Tensor& w) {
     if (v.where != cpu_place) check_close(r.values, plain, 1e-4);
   }
 }
-void check_all(const conv_case& c) { check_all(c, random_tensor(c.input_dims()), random_tensor(c.filter_dims())); }
+void check_all(const conv_case& c) {
+  check_all(c, random_tensor(c.input_dims()), random_tensor(c.filter_dims()));
+}
 
 }  // namespace
 
@@ -185,16 +188,16 @@ TEST_CASE("conv2d, every kernel on grouped, depthwise, dilated, strided and padd
   cases.push_back({1, 3, 7, 5, 4, 3, 3});
   cases.push_back({2, 3, 9, 11, 5, 3, 2, 1, {2, 2}, {1, 1}, {1, 0, 2, 1}});
   cases.push_back({2, 4, 8, 9, 6, 3, 3, 2, {1, 2}, {1, 1}, {1, 1, 0, 2}});
-  cases.push_back({1, 6, 10, 7, 6, 3, 3, 6, {1, 1}, {1, 1}, {1, 1, 1, 1}});     // depthwise
-  cases.push_back({2, 5, 9, 9, 10, 3, 3, 5, {2, 2}, {1, 1}, {1, 0, 2, 1}});     // depthwise x2
+  cases.push_back({1, 6, 10, 7, 6, 3, 3, 6, {1, 1}, {1, 1}, {1, 1, 1, 1}});      // depthwise
+  cases.push_back({2, 5, 9, 9, 10, 3, 3, 5, {2, 2}, {1, 1}, {1, 0, 2, 1}});      // depthwise x2
   cases.push_back({1, 16, 13, 11, 16, 3, 3, 16, {2, 1}, {2, 2}, {2, 1, 0, 3}});  // depthwise, dilated
   cases.push_back({2, 3, 11, 13, 4, 3, 3, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}});
   cases.push_back({1, 4, 12, 10, 8, 2, 3, 2, {2, 3}, {3, 2}, {0, 3, 1, 0}});
-  cases.push_back({2, 9, 7, 7, 12, 1, 1});                                       // pointwise
+  cases.push_back({2, 9, 7, 7, 12, 1, 1});  // pointwise
   cases.push_back({1, 8, 6, 5, 8, 1, 1, 4, {2, 2}});
-  cases.push_back({1, 3, 15, 17, 7, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}});     // ResNet's stem, small
-  cases.push_back({1, 2, 3, 3, 3, 5, 5, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}});       // taps past every side
-  cases.push_back({1, 2, 4, 4, 2, 3, 3, 2, {3, 3}, {1, 1}, {4, 0, 0, 4}});       // rows of padding only
+  cases.push_back({1, 3, 15, 17, 7, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}});  // ResNet's stem, small
+  cases.push_back({1, 2, 3, 3, 3, 5, 5, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}});    // taps past every side
+  cases.push_back({1, 2, 4, 4, 2, 3, 3, 2, {3, 3}, {1, 1}, {4, 0, 0, 4}});    // rows of padding only
   conv_case same{2, 4, 9, 8, 6, 3, 2, 2, {2, 3}};
   same.algorithm = "SAME";
   cases.push_back(same);
@@ -238,13 +241,48 @@ struct onnx_case {
   std::vector<float> y;
 };
 const onnx_case onnx_cases[] = {
-    {"test_conv_with_autopad_same", {2, 2}, {1, 1, 1, 1}, {1, 1, 5, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 3, 3},
+    {"test_conv_with_autopad_same",
+     {2, 2},
+     {1, 1, 1, 1},
+     {1, 1, 5, 5},
+     {0.f,  1.f,  2.f,  3.f,  4.f,  5.f,  6.f,  7.f,  8.f,  9.f,  10.f, 11.f, 12.f,
+      13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f},
+     {1, 1, 3, 3},
+     {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f},
+     {1, 1, 3, 3},
      {12.f, 27.f, 24.f, 63.f, 108.f, 81.f, 72.f, 117.f, 84.f}},
-    {"test_conv_with_strides_and_asymmetric_padding", {2, 2}, {1, 1, 0, 0}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 4, 2},
+    {"test_conv_with_strides_and_asymmetric_padding",
+     {2, 2},
+     {1, 1, 0, 0},
+     {1, 1, 7, 5},
+     {0.f,  1.f,  2.f,  3.f,  4.f,  5.f,  6.f,  7.f,  8.f,  9.f,  10.f, 11.f,
+      12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f,
+      24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f},
+     {1, 1, 3, 3},
+     {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f},
+     {1, 1, 4, 2},
      {21.f, 33.f, 99.f, 117.f, 189.f, 207.f, 171.f, 183.f}},
-    {"test_conv_with_strides_no_padding", {2, 2}, {0, 0, 0, 0}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 3, 2},
+    {"test_conv_with_strides_no_padding",
+     {2, 2},
+     {0, 0, 0, 0},
+     {1, 1, 7, 5},
+     {0.f,  1.f,  2.f,  3.f,  4.f,  5.f,  6.f,  7.f,  8.f,  9.f,  10.f, 11.f,
+      12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f,
+      24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f},
+     {1, 1, 3, 3},
+     {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f},
+     {1, 1, 3, 2},
      {54.f, 72.f, 144.f, 162.f, 234.f, 252.f}},
-    {"test_conv_with_strides_padding", {2, 2}, {1, 1, 1, 1}, {1, 1, 7, 5}, {0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f, 24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f}, {1, 1, 3, 3}, {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f}, {1, 1, 4, 3},
+    {"test_conv_with_strides_padding",
+     {2, 2},
+     {1, 1, 1, 1},
+     {1, 1, 7, 5},
+     {0.f,  1.f,  2.f,  3.f,  4.f,  5.f,  6.f,  7.f,  8.f,  9.f,  10.f, 11.f,
+      12.f, 13.f, 14.f, 15.f, 16.f, 17.f, 18.f, 19.f, 20.f, 21.f, 22.f, 23.f,
+      24.f, 25.f, 26.f, 27.f, 28.f, 29.f, 30.f, 31.f, 32.f, 33.f, 34.f},
+     {1, 1, 3, 3},
+     {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f},
+     {1, 1, 4, 3},
      {12.f, 27.f, 24.f, 63.f, 108.f, 81.f, 123.f, 198.f, 141.f, 112.f, 177.f, 124.f}},
 };
 
@@ -268,18 +306,19 @@ TEST_CASE("conv2d, every kernel on ONNX's node tests of Conv", "[ops][conv2d][on
 }
 
 #if FLUIDK_OPS_OPENCL
-TEST_CASE("conv2d on OpenCL: empty outputs, inputs without channels or pixels",
-          "[ops][conv2d][opencl]") {
+TEST_CASE("conv2d on OpenCL: empty outputs, inputs without channels or pixels", "[ops][conv2d][opencl]") {
   const variant ocl{"OpenCL", place::of<opencl>(0), false, data_layout::nchw};
   // No image, no output channel: an empty output, nothing launched.
   for (const conv_case& c : {conv_case{0, 3, 5, 5, 4, 3, 3}, conv_case{2, 3, 5, 5, 0, 3, 3}}) {
     INFO(c.text());
-    const reference_result r = run_conv(ocl, random_tensor(c.input_dims()), random_tensor(c.filter_dims()), c.attrs());
+    const reference_result r =
+        run_conv(ocl, random_tensor(c.input_dims()), random_tensor(c.filter_dims()), c.attrs());
     CHECK(r.shape == reference(c, {}, {}).shape);
     CHECK(r.values.empty());
   }
   // No input channel, or no input rows but padding: every output is an empty sum.
-  for (const conv_case& c : {conv_case{2, 0, 5, 5, 4, 3, 3}, conv_case{1, 2, 0, 4, 3, 1, 3, 1, {1, 1}, {1, 1}, {1, 1, 0, 0}}}) {
+  for (const conv_case& c :
+       {conv_case{2, 0, 5, 5, 4, 3, 3}, conv_case{1, 2, 0, 4, 3, 1, 3, 1, {1, 1}, {1, 1}, {1, 1, 0, 0}}}) {
     INFO(c.text());
     const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
     const reference_result expected = reference(c, values(x), values(w));
@@ -298,19 +337,19 @@ TEST_CASE("conv2d on OpenCL refuses a filter that is not in row-major order, and
   scope.var("x").set(LoDTensor(random_tensor({1, 8, 5, 5})));
   scope.var("w").set(LoDTensor(random_tensor({8, 8, 3, 3})));
   // The filter keeps its layout on the way to the device: a blocked one arrives blocked.
-  scope.var("w8").set(LoDTensor(transform(random_tensor({8, 8, 3, 3}),
-                                          kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>,
-                                                     library_type::plain})));
+  scope.var("w8").set(LoDTensor(transform(
+      random_tensor({8, 8, 3, 3}),
+      kernel_key{cpu_place, data_type::float32, data_layout_of<layout::nChw8c>, library_type::plain})));
   const fluidk_test::slot_names out{{"Output", {"y"}}};
-  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w8"}}}, out),
-                    Catch::Contains("conv2d") && Catch::Contains("Filter in row-major order") &&
-                        Catch::Contains("nChw8c"));
   CHECK_THROWS_WITH(
-      fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out, {{"groups", 3}}),
-      Catch::Contains("conv2d") && Catch::Contains("groups (3)"));
-  CHECK_THROWS_WITH(
-      fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out, {{"groups", 2}}),
-      Catch::Contains("conv2d") && Catch::Contains("C / groups"));
+      fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w8"}}}, out),
+      Catch::Contains("conv2d") && Catch::Contains("Filter in row-major order") && Catch::Contains("nChw8c"));
+  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
+                                           {{"groups", 3}}),
+                    Catch::Contains("conv2d") && Catch::Contains("groups (3)"));
+  CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
+                                           {{"groups", 2}}),
+                    Catch::Contains("conv2d") && Catch::Contains("C / groups"));
   CHECK_THROWS_WITH(fluidk_test::run_named(at, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, out,
                                            {{"dilations", std::vector<std::int32_t>{3, 1}}}),
                     Catch::Contains("conv2d") && Catch::Contains("does not fit"));
@@ -329,9 +368,11 @@ TEST_CASE("conv2d on OpenCL, network-sized convolutions in reasonable time", "[o
     conv_case c;
   };
   const sized cases[] = {
-      {"ResNet-18 stem 7x7/2 pad 3, 3->64 at 224", {1, 3, 224, 224, 64, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}}},
+      {"ResNet-18 stem 7x7/2 pad 3, 3->64 at 224",
+       {1, 3, 224, 224, 64, 7, 7, 1, {2, 2}, {1, 1}, {3, 3, 3, 3}}},
       {"MobileNetV2 3x3 depthwise, 32 at 112", {1, 32, 112, 112, 32, 3, 3, 32, {1, 1}, {1, 1}, {1, 1, 1, 1}}},
-      {"MobileNetV2 3x3/2 depthwise, 96 at 112", {1, 96, 112, 112, 96, 3, 3, 96, {2, 2}, {1, 1}, {0, 1, 0, 1}}},
+      {"MobileNetV2 3x3/2 depthwise, 96 at 112",
+       {1, 96, 112, 112, 96, 3, 3, 96, {2, 2}, {1, 1}, {0, 1, 0, 1}}},
       {"MobileNetV2 1x1, 32->16 at 112", {1, 32, 112, 112, 16, 1, 1}},
       {"ResNet-18 3x3, 64->64 at 56", {1, 64, 56, 56, 64, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}}},
   };

@@ -34,16 +34,16 @@ struct assign {
   // Where the expected kernel type has no kernel (use_onednn; another data type on a device),
   // the CPU kernel of the same data type runs, counted and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(assign_view<float>{}, assign_view<double>{}, assign_view<std::int32_t>{},
-                              assign_view<std::int64_t>{}),
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(assign_view<float>{}, assign_view<double>{},
+                                                   assign_view<std::int32_t>{}, assign_view<std::int64_t>{}),
 #if FLUIDK_OPS_OPENCL
-      fluidk::kernels_on<opencl>(assign_view<float>{}),
+                           fluidk::kernels_on<opencl>(assign_view<float>{}),
 #endif
 #if FLUIDK_OPS_CUDA
-      fluidk::kernels_on<cuda>(assign_view<float>{}, assign_view<double>{}),
+                           fluidk::kernels_on<cuda>(assign_view<float>{}, assign_view<double>{}),
 #endif
-      detail::no_kernels());
+                           detail::no_kernels());
 };
 
 }  // namespace fluidk::ops

@@ -89,8 +89,9 @@ struct batch_norm_onednn {
                  variance = statistic("Variance");
     using flags = dnnl::normalization_flags;
     const dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, src.get_desc(), call.epsilon,
-                                                flags::use_global_stats | flags::use_scale | flags::use_shift),
+        dnnl::batch_normalization_forward::desc(
+            dnnl::prop_kind::forward_inference, src.get_desc(), call.epsilon,
+            flags::use_global_stats | flags::use_scale | flags::use_shift),
         dnn.engine());
     dnnl::batch_normalization_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src},
                                                                  {DNNL_ARG_DST, dst},
@@ -103,7 +104,8 @@ struct batch_norm_onednn {
   }
 };
 namespace detail {
-inline constexpr auto batch_norm_onednn_kernels = fluidk::kernels_on<cpu, library::onednn>(batch_norm_onednn{});
+inline constexpr auto batch_norm_onednn_kernels =
+    fluidk::kernels_on<cpu, library::onednn>(batch_norm_onednn{});
 }
 #else
 namespace detail {
@@ -121,11 +123,12 @@ struct batch_norm_opencl {
     const std::int64_t n = x.numel();
     using detail::cl_arg;
     if (n > 0)
-      detail::opencl_launch_from(ctx, detail::activation_opencl_source, "activation_batch_norm_f32", std::size_t(n),
-                                 1, cl_arg<float>(x), cl_arg<float>(detail::input(ctx, "Scale")),
-                                 cl_arg<float>(detail::input(ctx, "Bias")), cl_arg<float>(detail::input(ctx, "Mean")),
-                                 cl_arg<float>(detail::input(ctx, "Variance")), detail::cl_buffer(y), cl_ulong(n),
-                                 cl_ulong(call.channels), cl_ulong(call.inner), call.epsilon);
+      detail::opencl_launch_from(
+          ctx, detail::activation_opencl_source, "activation_batch_norm_f32", std::size_t(n), 1,
+          cl_arg<float>(x), cl_arg<float>(detail::input(ctx, "Scale")),
+          cl_arg<float>(detail::input(ctx, "Bias")), cl_arg<float>(detail::input(ctx, "Mean")),
+          cl_arg<float>(detail::input(ctx, "Variance")), detail::cl_buffer(y), cl_ulong(n),
+          cl_ulong(call.channels), cl_ulong(call.inner), call.epsilon);
     ctx.set_output("Y", std::move(y), ctx.input_lod("X"));
   }
 };
@@ -146,12 +149,15 @@ struct batch_norm_cuda {
     detail::cuda_call cuda(ctx);
     const Tensor x = detail::row_major(detail::input(ctx, "X"));
     Tensor y(x.dims(), data_type::float32, ctx.place(), x.layout());
-    const auto statistic = [&](const char* slot) { return detail::device_data<float>(detail::input(ctx, slot)); };
-    detail::cuda_require(cuda_launch::batch_norm_inference_f32(
-                             cuda.stream(), detail::device_data<float>(x), statistic("Scale"), statistic("Bias"),
-                             statistic("Mean"), statistic("Variance"), detail::device_data<float>(y), x.numel(),
-                             call.channels, call.inner, call.epsilon),
-                         ctx, "the batch_norm kernel");
+    const auto statistic = [&](const char* slot) {
+      return detail::device_data<float>(detail::input(ctx, slot));
+    };
+    detail::cuda_require(
+        cuda_launch::batch_norm_inference_f32(cuda.stream(), detail::device_data<float>(x),
+                                              statistic("Scale"), statistic("Bias"), statistic("Mean"),
+                                              statistic("Variance"), detail::device_data<float>(y), x.numel(),
+                                              call.channels, call.inner, call.epsilon),
+        ctx, "the batch_norm kernel");
     ctx.set_output("Y", std::move(y), ctx.input_lod("X"));
   }
 };

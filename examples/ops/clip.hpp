@@ -75,8 +75,10 @@ struct clip_onednn {
     // of the blocked layout, where oneDNN writes the padding lanes as zeros (the tests check).
     const bool flat = !x.layout().blocked() || b.keeps_zero();
     const std::int64_t n = detail::storage_elements(x);
-    const memory src = flat ? detail::onednn_plain_memory(x, {n}, dnn.engine()) : detail::onednn_memory_of(x, dnn.engine());
-    const memory dst = flat ? detail::onednn_plain_memory(out, {n}, dnn.engine()) : detail::onednn_memory_of(out, dnn.engine());
+    const memory src =
+        flat ? detail::onednn_plain_memory(x, {n}, dnn.engine()) : detail::onednn_memory_of(x, dnn.engine());
+    const memory dst = flat ? detail::onednn_plain_memory(out, {n}, dnn.engine())
+                            : detail::onednn_memory_of(out, dnn.engine());
     const dnnl::eltwise_forward::primitive_desc pd(
         dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_clip,
                                     src.get_desc(), b.lo, b.hi),
@@ -109,8 +111,9 @@ struct clip_opencl {
     Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
     const std::int64_t n = x.numel();
     if (n > 0)
-      detail::opencl_launch_from(ctx, detail::activation_opencl_source, "activation_clip_f32", std::size_t(n), 1,
-                                 detail::cl_arg<float>(x), detail::cl_buffer(out), cl_ulong(n), b.lo, b.hi);
+      detail::opencl_launch_from(ctx, detail::activation_opencl_source, "activation_clip_f32", std::size_t(n),
+                                 1, detail::cl_arg<float>(x), detail::cl_buffer(out), cl_ulong(n), b.lo,
+                                 b.hi);
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };
@@ -153,8 +156,9 @@ struct clip {
   // Where the expected kernel type has none (use_onednn without oneDNN, double data), the CPU
   // kernel runs, reported as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(fluidk::kernels_on<cpu>(clip_cpu{}), detail::clip_onednn_kernels,
-                                                       detail::clip_cuda_kernels, detail::clip_opencl_kernels);
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(clip_cpu{}), detail::clip_onednn_kernels,
+                           detail::clip_cuda_kernels, detail::clip_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

@@ -413,10 +413,10 @@ struct conv2d_opencl {
     detail::opencl_launch_from(
         ctx, conv2d_opencl_source, "conv2d_f32", std::size_t(plane), std::size_t(planes),
         detail::cl_arg<float>(input), detail::cl_arg<float>(filter), detail::cl_buffer(out), cl_ulong(plane),
-        cl_ulong(planes), cl_long(g.c), cl_long(g.h), cl_long(g.w), cl_long(g.oc), cl_long(g.kh), cl_long(g.kw),
-        cl_long(g.ow), cl_long(g.c / g.groups), cl_long(g.oc / g.groups), cl_long(g.strides[0]),
-        cl_long(g.strides[1]), cl_long(g.paddings[0]), cl_long(g.paddings[1]), cl_long(g.dilations[0]),
-        cl_long(g.dilations[1]));
+        cl_ulong(planes), cl_long(g.c), cl_long(g.h), cl_long(g.w), cl_long(g.oc), cl_long(g.kh),
+        cl_long(g.kw), cl_long(g.ow), cl_long(g.c / g.groups), cl_long(g.oc / g.groups),
+        cl_long(g.strides[0]), cl_long(g.strides[1]), cl_long(g.paddings[0]), cl_long(g.paddings[1]),
+        cl_long(g.dilations[0]), cl_long(g.dilations[1]));
     ctx.set_output("Output", std::move(out));
   }
 };
@@ -553,10 +553,9 @@ struct conv2d {
   // The filter is moved and cast like any input but keeps its layout: the blocked layout of
   // a oneDNN kernel describes its activations, and the kernel reorders the weights itself.
   static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Filter"};
-  static constexpr auto kernels =
-      fluidk::make_kernels(fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}),
-                           detail::conv2d_onednn_kernels, detail::conv2d_cudnn_kernels,
-                           detail::conv2d_opencl_kernels);
+  static constexpr auto kernels = fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}), detail::conv2d_onednn_kernels,
+      detail::conv2d_cudnn_kernels, detail::conv2d_opencl_kernels);
 };
 
 }  // namespace fluidk::ops

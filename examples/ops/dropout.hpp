@@ -39,12 +39,13 @@ struct dropout_settings {
   static dropout_settings of(const execution_context& ctx) {
     const double p = detail::number_attr(ctx, "dropout_prob", 0.5);
     detail::require(p >= 0 && p <= 1, ctx, "dropout_prob (" + std::to_string(p) + ") must be in [0, 1]");
-    detail::require(ctx.attr_or<bool>("is_test", false) || p == 0, ctx,
-                    "is_test false (training: random elements dropped) is not supported unless dropout_prob is 0");
+    detail::require(
+        ctx.attr_or<bool>("is_test", false) || p == 0, ctx,
+        "is_test false (training: random elements dropped) is not supported unless dropout_prob is 0");
     const std::string how = ctx.attr_or<std::string>("dropout_implementation", "downgrade_in_infer");
-    detail::require(how == "downgrade_in_infer" || how == "upscale_in_train", ctx,
-                    "dropout_implementation must be \"downgrade_in_infer\" or \"upscale_in_train\", not \"" + how +
-                        "\"");
+    detail::require(
+        how == "downgrade_in_infer" || how == "upscale_in_train", ctx,
+        "dropout_implementation must be \"downgrade_in_infer\" or \"upscale_in_train\", not \"" + how + "\"");
     if (how == "upscale_in_train") return {1, true};
     return {1 - p, false};
   }
@@ -125,9 +126,9 @@ struct dropout_cuda {
     detail::cuda_call call(ctx);
     const Tensor x = detail::row_major(detail::input(ctx, "X"));
     const auto fill = [&](Tensor& mask) {
-      detail::cuda_require(cudaMemsetAsync(detail::device_data<bool>(mask), 1, std::size_t(mask.numel()),
-                                           call.stream()),
-                           ctx, "cudaMemsetAsync");
+      detail::cuda_require(
+          cudaMemsetAsync(detail::device_data<bool>(mask), 1, std::size_t(mask.numel()), call.stream()), ctx,
+          "cudaMemsetAsync");
     };
     if (s.view) return detail::set_dropout_outputs(ctx, x, nullptr, fill);
     Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
@@ -146,14 +147,15 @@ struct dropout {
   // Where the expected kernel type has no kernel (use_onednn; double on OpenCL), the CPU
   // kernel of the same data type runs, counted and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels = fluidk::make_kernels(fluidk::kernels_on<cpu>(dropout_cpu<float>{}, dropout_cpu<double>{}),
+  static constexpr auto kernels =
+      fluidk::make_kernels(fluidk::kernels_on<cpu>(dropout_cpu<float>{}, dropout_cpu<double>{}),
 #if FLUIDK_OPS_OPENCL
-                                                       fluidk::kernels_on<opencl>(dropout_opencl{}),
+                           fluidk::kernels_on<opencl>(dropout_opencl{}),
 #endif
 #if FLUIDK_OPS_CUDA
-                                                       fluidk::kernels_on<cuda>(dropout_cuda<float>{}, dropout_cuda<double>{}),
+                           fluidk::kernels_on<cuda>(dropout_cuda<float>{}, dropout_cuda<double>{}),
 #endif
-                                                       detail::no_kernels());
+                           detail::no_kernels());
 };
 
 }  // namespace fluidk::ops

@@ -154,7 +154,8 @@ struct pool2d_geometry {
       // Every window must read an input cell. The paddings are below the extent, so only a
       // window that starts in the front padding of an input smaller than the dilation can miss
       // it, its taps stepping over the input.
-      for (std::int64_t o = 0; size[a] < g.dilations[a] && o < out[a] && o * g.strides[a] < g.paddings[a]; ++o) {
+      for (std::int64_t o = 0; size[a] < g.dilations[a] && o < out[a] && o * g.strides[a] < g.paddings[a];
+           ++o) {
         const std::int64_t start = o * g.strides[a] - g.paddings[a];
         const std::int64_t first =
             start >= 0 ? 0 : (-start + g.dilations[a] - 1) / g.dilations[a];  // first tap at or past 0
@@ -175,12 +176,14 @@ struct pool2d_geometry {
     const attribute* given = ctx.attributes().find("paddings");
     if (given == nullptr) return;
     const std::vector<std::int64_t> p = detail::int_list(ctx, "paddings", *given);
-    require(p.size() == 2 || p.size() == 4, ctx,
-            "attribute 'paddings' needs 2 values (both sides alike) or 4 (top, bottom, left, right), but has " +
-                std::to_string(p.size()));
+    require(
+        p.size() == 2 || p.size() == 4, ctx,
+        "attribute 'paddings' needs 2 values (both sides alike) or 4 (top, bottom, left, right), but has " +
+            std::to_string(p.size()));
     require(std::all_of(p.begin(), p.end(), [](std::int64_t v) { return v >= 0; }), ctx,
             "paddings must not be negative");
-    paddings = p.size() == 2 ? std::array<std::int64_t, 2>{p[0], p[1]} : std::array<std::int64_t, 2>{p[0], p[2]};
+    paddings =
+        p.size() == 2 ? std::array<std::int64_t, 2>{p[0], p[1]} : std::array<std::int64_t, 2>{p[0], p[2]};
     paddings_end = p.size() == 2 ? paddings : std::array<std::int64_t, 2>{p[1], p[3]};
   }
 };
@@ -265,8 +268,8 @@ struct pool2d_onednn {
     memory::dims padding_r(2);
     for (std::size_t a = 0; a < 2; ++a) {
       const std::int64_t extent = (g.ksize[a] - 1) * g.dilations[a] + 1;
-      const std::int64_t reach = ((a == 0 ? g.oh : g.ow) - 1) * g.strides[a] + extent - (a == 0 ? g.h : g.w) -
-                                 g.paddings[a];
+      const std::int64_t reach =
+          ((a == 0 ? g.oh : g.ow) - 1) * g.strides[a] + extent - (a == 0 ? g.h : g.w) - g.paddings[a];
       padding_r[a] = std::max(g.paddings_end[a], reach);
     }
     const dnnl::algorithm algorithm = g.max         ? dnnl::algorithm::pooling_max
@@ -277,8 +280,8 @@ struct pool2d_onednn {
     const dnnl::pooling_v2_forward::primitive_desc pd(
         dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, algorithm, src.get_desc(),
                                        dst.get_desc(), {g.strides[0], g.strides[1]}, {g.ksize[0], g.ksize[1]},
-                                       {g.dilations[0] - 1, g.dilations[1] - 1}, {g.paddings[0], g.paddings[1]},
-                                       padding_r),
+                                       {g.dilations[0] - 1, g.dilations[1] - 1},
+                                       {g.paddings[0], g.paddings[1]}, padding_r),
         dnn.engine());
     dnnl::pooling_v2_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnn.wait();
@@ -296,7 +299,8 @@ struct pool2d_onednn {
   }
 };
 namespace detail {
-inline constexpr auto pool2d_onednn_kernels = fluidk::kernels_on<cpu, library::onednn>(pool2d_onednn<float>{});
+inline constexpr auto pool2d_onednn_kernels =
+    fluidk::kernels_on<cpu, library::onednn>(pool2d_onednn<float>{});
 }
 #else
 namespace detail {
@@ -386,15 +390,14 @@ struct pool2d_cuda {
     detail::require(detail::row_major_order(x.layout()), ctx, "the CUDA kernel takes X in NCHW");
     const pool2d_geometry g = pool2d_geometry::of(ctx, x);
     Tensor out(g.output_dims(), data_type::float32, ctx.place(), data_layout::nchw);
-    const cuda_launch::pool2d_params p{g.n * g.c,      g.h,           g.w,           g.oh,
-                                       g.ow,           g.ksize[0],    g.ksize[1],    g.strides[0],
-                                       g.strides[1],   g.paddings[0], g.paddings[1], g.dilations[0],
-                                       g.dilations[1], g.limit(0),    g.limit(1),    g.max,
-                                       g.exclusive};
+    const cuda_launch::pool2d_params p{
+        g.n * g.c,      g.h,          g.w,          g.oh,          g.ow,          g.ksize[0],
+        g.ksize[1],     g.strides[0], g.strides[1], g.paddings[0], g.paddings[1], g.dilations[0],
+        g.dilations[1], g.limit(0),   g.limit(1),   g.max,         g.exclusive};
     if (out.numel() > 0)
       detail::cuda_require(
-          cuda_launch::pool2d<T>(call.stream(), detail::device_data<T>(x), detail::device_data<T>(out), p), ctx,
-          "the pool2d kernel");
+          cuda_launch::pool2d<T>(call.stream(), detail::device_data<T>(x), detail::device_data<T>(out), p),
+          ctx, "the pool2d kernel");
     ctx.set_output("Out", std::move(out));
   }
 };

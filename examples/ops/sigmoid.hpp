@@ -60,8 +60,10 @@ struct sigmoid_onednn {
       // lanes as zeros (the tests check).
       const bool flat = !x.layout().blocked();
       const memory::dims shape{detail::storage_elements(x)};
-      const memory src = flat ? detail::onednn_plain_memory(x, shape, dnn.engine()) : detail::onednn_memory_of(x, dnn.engine());
-      const memory dst = flat ? detail::onednn_plain_memory(out, shape, dnn.engine()) : detail::onednn_memory_of(out, dnn.engine());
+      const memory src = flat ? detail::onednn_plain_memory(x, shape, dnn.engine())
+                              : detail::onednn_memory_of(x, dnn.engine());
+      const memory dst = flat ? detail::onednn_plain_memory(out, shape, dnn.engine())
+                              : detail::onednn_memory_of(out, dnn.engine());
       const dnnl::eltwise_forward::primitive_desc pd(
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic,
                                       src.get_desc(), 0.f, 0.f),
@@ -94,8 +96,9 @@ struct sigmoid_opencl {
     Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
     const std::int64_t n = x.numel();
     if (n > 0)
-      detail::opencl_launch_from(ctx, detail::activation_opencl_source, "activation_sigmoid_f32", std::size_t(n), 1,
-                                 detail::cl_arg<float>(x), detail::cl_buffer(out), cl_ulong(n));
+      detail::opencl_launch_from(ctx, detail::activation_opencl_source, "activation_sigmoid_f32",
+                                 std::size_t(n), 1, detail::cl_arg<float>(x), detail::cl_buffer(out),
+                                 cl_ulong(n));
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };

@@ -163,7 +163,8 @@ struct softmax_cuda {
   }
 };
 namespace detail {
-inline constexpr auto softmax_cuda_kernels = fluidk::kernels_on<cuda>(softmax_cuda<float>{}, softmax_cuda<double>{});
+inline constexpr auto softmax_cuda_kernels =
+    fluidk::kernels_on<cuda>(softmax_cuda<float>{}, softmax_cuda<double>{});
 }
 #else
 namespace detail {

@@ -86,10 +86,10 @@ cudaError_t scale(cudaStream_t stream, const T* x, T* y, std::int64_t n, T facto
   return cudaGetLastError();
 }
 
-#define FLUIDK_OPS_CUDA_ELEMENTWISE_INSTANTIATE(T)                                                               \
-  template cudaError_t softmax<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t, std::int64_t);       \
-  template cudaError_t scale<T>(cudaStream_t, const T*, T*, std::int64_t, T);                                  \
-  template cudaError_t binary_broadcast<T>(cudaStream_t, binary_op, const T*, const T*, T*, broadcast_shape,   \
+#define FLUIDK_OPS_CUDA_ELEMENTWISE_INSTANTIATE(T)                                                           \
+  template cudaError_t softmax<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t, std::int64_t);     \
+  template cudaError_t scale<T>(cudaStream_t, const T*, T*, std::int64_t, T);                                \
+  template cudaError_t binary_broadcast<T>(cudaStream_t, binary_op, const T*, const T*, T*, broadcast_shape, \
                                            std::int64_t);
 FLUIDK_OPS_CUDA_ELEMENTWISE_INSTANTIATE(float)
 FLUIDK_OPS_CUDA_ELEMENTWISE_INSTANTIATE(double)

@@ -16,9 +16,9 @@ int blocks_for(std::int64_t n) {
   return int(b < 65535 ? (b > 0 ? b : 1) : 65535);
 }
 
-__global__ void batch_norm_inference_kernel(const float* x, const float* scale, const float* bias, const float* mean,
-                                            const float* var, float* y, std::int64_t n, std::int64_t channels,
-                                            std::int64_t inner, float epsilon) {
+__global__ void batch_norm_inference_kernel(const float* x, const float* scale, const float* bias,
+                                            const float* mean, const float* var, float* y, std::int64_t n,
+                                            std::int64_t channels, std::int64_t inner, float epsilon) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(blockDim.x) * gridDim.x) {
     const std::int64_t c = (i / inner) % channels;
@@ -45,12 +45,13 @@ __global__ void sigmoid_kernel(const float* x, float* y, std::int64_t n) {
 
 }  // namespace
 
-cudaError_t batch_norm_inference_f32(cudaStream_t stream, const float* x, const float* scale, const float* bias,
-                                     const float* mean, const float* var, float* y, std::int64_t n,
-                                     std::int64_t channels, std::int64_t inner, float epsilon) {
+cudaError_t batch_norm_inference_f32(cudaStream_t stream, const float* x, const float* scale,
+                                     const float* bias, const float* mean, const float* var, float* y,
+                                     std::int64_t n, std::int64_t channels, std::int64_t inner,
+                                     float epsilon) {
   if (n == 0) return cudaSuccess;
-  batch_norm_inference_kernel<<<blocks_for(n), threads, 0, stream>>>(x, scale, bias, mean, var, y, n, channels,
-                                                                     inner, epsilon);
+  batch_norm_inference_kernel<<<blocks_for(n), threads, 0, stream>>>(x, scale, bias, mean, var, y, n,
+                                                                     channels, inner, epsilon);
   return cudaGetLastError();
 }
 

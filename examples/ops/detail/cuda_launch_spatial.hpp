@@ -10,9 +10,10 @@ namespace fluidk::ops::cuda_launch {
 
 // batch_norm, inference: x as [outer, channels, inner] row-major, n = its elements;
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c].
-cudaError_t batch_norm_inference_f32(cudaStream_t stream, const float* x, const float* scale, const float* bias,
-                                     const float* mean, const float* var, float* y, std::int64_t n,
-                                     std::int64_t channels, std::int64_t inner, float epsilon);
+cudaError_t batch_norm_inference_f32(cudaStream_t stream, const float* x, const float* scale,
+                                     const float* bias, const float* mean, const float* var, float* y,
+                                     std::int64_t n, std::int64_t channels, std::int64_t inner,
+                                     float epsilon);
 
 // y = min(max(x, lo), hi) (NaN stays NaN), n elements.
 cudaError_t clip_f32(cudaStream_t stream, const float* x, float* y, std::int64_t n, float lo, float hi);

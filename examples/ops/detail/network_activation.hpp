@@ -58,14 +58,13 @@ inline batch_norm_call batch_norm_call_of(const execution_context& ctx) {
   const float epsilon = number_attr_as<float>(ctx, "epsilon", 1e-5f);
   require(std::isfinite(epsilon) && epsilon >= 0, ctx, "attribute 'epsilon' must be finite and non-negative");
   const dims& x = input(ctx, "X").dims();
-  require(x.rank() >= 2, ctx,
-          "needs X of rank 2 or more (channels on dim 1), not " + x.to_string());
+  require(x.rank() >= 2, ctx, "needs X of rank 2 or more (channels on dim 1), not " + x.to_string());
   const std::int64_t channels = x[1];
   for (const char* slot : {"Scale", "Bias", "Mean", "Variance"}) {
     const Tensor& t = input(ctx, slot);
     require(t.dims().rank() == 1 && t.dims()[0] == channels, ctx,
-            std::string("input '") + slot + "' must be 1-D [" + std::to_string(channels) + "] (X's channels), not " +
-                t.dims().to_string());
+            std::string("input '") + slot + "' must be 1-D [" + std::to_string(channels) +
+                "] (X's channels), not " + t.dims().to_string());
     require(t.dtype() == data_type::float32, ctx,
             std::string("input '") + slot + "' must be float32, not " + std::string(name_of(t.dtype())));
   }
@@ -85,7 +84,8 @@ inline batch_norm_affine batch_norm_affine_of(const execution_context& ctx, cons
   };
   const std::vector<float> scale = host("Scale"), bias = host("Bias"), mean = host("Mean"),
                            variance = host("Variance");
-  batch_norm_affine r{std::vector<float>(std::size_t(call.channels)), std::vector<float>(std::size_t(call.channels))};
+  batch_norm_affine r{std::vector<float>(std::size_t(call.channels)),
+                      std::vector<float>(std::size_t(call.channels))};
   for (std::size_t c = 0; c < r.a.size(); ++c) {
     const double a = double(scale[c]) / std::sqrt(double(variance[c]) + double(call.epsilon));
     r.a[c] = float(a);

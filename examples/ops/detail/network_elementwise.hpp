@@ -57,7 +57,8 @@ inline Tensor unblocked(const Tensor& t) { return t.layout().blocked() ? row_maj
 inline void zero_padding_lanes(Tensor& t) {
   const data_layout l = t.layout();
   if (!l.blocked()) return;
-  if (l.block_axis() != 1) throw error("zero_padding_lanes: layout " + std::string(l.name()) + " is not blocked on axis 1");
+  if (l.block_axis() != 1)
+    throw error("zero_padding_lanes: layout " + std::string(l.name()) + " is not blocked on axis 1");
   const std::int64_t block = l.block_size(), channels = t.dims()[1];
   const std::int64_t blocks = (channels + block - 1) / block, used = channels - (blocks - 1) * block;
   if (blocks == 0 || used == block) return;
@@ -151,7 +152,8 @@ struct broadcast_geometry {
       for (std::size_t i = 0; fits && i < kept; ++i) fits = xd[std::size_t(axis) + i] == yd[i];
       detail::require(fits, ctx,
                       "Y " + yd.to_string() + " does not broadcast to X " + xd.to_string() + " at axis " +
-                          std::to_string(axis) + " (Fluid's rule for axis >= 0: Y's dims, without its trailing 1s, "
+                          std::to_string(axis) +
+                          " (Fluid's rule for axis >= 0: Y's dims, without its trailing 1s, "
                           "are X's from dimension axis on)");
       g.out = xd;
       for (std::size_t d = 0; d < rx; ++d) {
@@ -300,8 +302,8 @@ struct elementwise_binary_onednn {
     if (g.total == 0 || g.out.rank() == 0 || (!x_full && !g.full_y()))
       return elementwise_binary_cpu<float, Op>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
-    const dnnl::algorithm algorithm = Op::code == add_operation::code ? dnnl::algorithm::binary_add
-                                                                      : dnnl::algorithm::binary_mul;
+    const dnnl::algorithm algorithm =
+        Op::code == add_operation::code ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
     if (g.same) {
       Tensor out(g.out, data_type::float32, ctx.place(), x.layout());
       const memory::desc flat({g.total}, memory::data_type::f32, memory::format_tag::a);
@@ -341,7 +343,8 @@ struct elementwise_binary_onednn {
                   const dnnl::memory& src1, const dnnl::memory& dst) {
     const dnnl::binary::primitive_desc pd(
         dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()), dnn.engine());
-    dnnl::binary(pd).execute(dnn.stream(), {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+    dnnl::binary(pd).execute(dnn.stream(),
+                             {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
     dnn.wait();
   }
 };
@@ -493,8 +496,10 @@ struct elementwise_binary_cuda {
     }
     detail::cuda_require(
         cuda_launch::binary_broadcast<T>(
-            call.stream(), Op::code == add_operation::code ? cuda_launch::binary_op::add : cuda_launch::binary_op::mul,
-            detail::device_data<T>(x), detail::device_data<T>(y), detail::device_data<T>(out), shape, g.total),
+            call.stream(),
+            Op::code == add_operation::code ? cuda_launch::binary_op::add : cuda_launch::binary_op::mul,
+            detail::device_data<T>(x), detail::device_data<T>(y), detail::device_data<T>(out), shape,
+            g.total),
         ctx, "the elementwise kernel");
     ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
   }

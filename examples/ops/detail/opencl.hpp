@@ -126,9 +126,9 @@ cl_view<T> cl_arg(const Tensor& t) {
 // The buffer of an output the kernel just made (offset 0).
 inline cl_mem cl_buffer(const Tensor& t) { return static_cast<cl_mem>(t.handle()); }
 
-// Queues kernel `name` of the program built from `source` with these arguments (cl_view<T> gives two: buffer and
-// offset) over a 1-D or 2-D range rounded up to whole work-groups of the implementation's
-// choosing. Errors name the operator and the failing call.
+// Queues kernel `name` of the program built from `source` with these arguments (cl_view<T> gives two: buffer
+// and offset) over a 1-D or 2-D range rounded up to whole work-groups of the implementation's choosing.
+// Errors name the operator and the failing call.
 template <class... Args>
 void opencl_launch_from(const execution_context& ctx, const char* source, const char* name,
                         std::size_t global0, std::size_t global1, const Args&... args) {
