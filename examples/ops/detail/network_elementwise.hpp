@@ -1,8 +1,6 @@
-// What the elementwise family (elementwise_add, elementwise_mul, relu, clip, sigmoid, softmax,
-// dropout, assign) shares: the one broadcasting rule of elementwise_add and elementwise_mul and
-// their kernels (CPU plain, oneDNN's binary primitive, OpenCL, CUDA), the values of clip and
-// sigmoid as every kernel computes them, oneDNN's eltwise primitive over a tensor's storage,
-// the padding lanes of blocked layouts, and the family's OpenCL C source.
+// What elementwise_add and elementwise_mul share: the one broadcasting rule and their kernels
+// (CPU plain, oneDNN's binary primitive, OpenCL, CUDA), with their OpenCL C source. (clip and
+// sigmoid share ops/detail/network_activation.hpp; softmax and dropout keep their own sources.)
 #pragma once
 
 #include <algorithm>
@@ -31,45 +29,6 @@
 #endif
 
 namespace fluidk::ops {
-
-// --- values ----------------------------------------------------------------------------------
-
-namespace detail {
-// clip of one value, as every clip kernel computes it: NaN fails both comparisons and stays NaN
-// (as np.clip and ONNX Runtime keep it; std::clamp's result for NaN is unspecified).
-template <class T>
-constexpr T clip_of(T v, T lo, T hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-// sigmoid of one value: exp(-v) overflows to infinity for very negative v, giving 0, not NaN.
-template <class T>
-T sigmoid_of(T v) {
-  return T(1) / (T(1) + std::exp(-v));
-}
-
-// The tensor as an elementwise kernel of layout ANY reads it: a blocked layout's padding lanes
-// would take f(0) (sigmoid's 0.5), so blocked data is brought to its logical order first.
-inline Tensor unblocked(const Tensor& t) { return t.layout().blocked() ? row_major(t) : t; }
-
-// Sets the padding lanes of a blocked float tensor (channels blocked on axis 1, as nChw8c and
-// nChw16c are) back to zero, after an elementwise pass over its storage computed f(0) there:
-// fluidk and oneDNN read blocked data with zero padding.
-inline void zero_padding_lanes(Tensor& t) {
-  const data_layout l = t.layout();
-  if (!l.blocked()) return;
-  if (l.block_axis() != 1)
-    throw error("zero_padding_lanes: layout " + std::string(l.name()) + " is not blocked on axis 1");
-  const std::int64_t block = l.block_size(), channels = t.dims()[1];
-  const std::int64_t blocks = (channels + block - 1) / block, used = channels - (blocks - 1) * block;
-  if (blocks == 0 || used == block) return;
-  const std::int64_t outer = t.dims()[0], inner = product(t.dims(), 2, t.dims().rank());
-  float* p = t.data<float>();
-  for (std::int64_t n = 0; n < outer; ++n) {
-    float* last = p + (n * blocks + blocks - 1) * inner * block;
-    for (std::int64_t s = 0; s < inner; ++s) std::fill(last + s * block + used, last + (s + 1) * block, 0.f);
-  }
-}
-}  // namespace detail
 
 // --- broadcasting (elementwise_add, elementwise_mul) ----------------------------------------
 
@@ -349,41 +308,12 @@ struct elementwise_binary_onednn {
   }
 };
 
-namespace detail {
-// oneDNN's eltwise primitive on X's storage, any layout, into Out of X's layout. oneDNN's
-// clip maps NaN to its lower bound (its max(x, alpha) keeps alpha), so with `keep_nan` the NaNs
-// of X are put back; a blocked Out's padding lanes are zeroed again unless f(0) = 0.
-inline void onednn_eltwise(execution_context& ctx, dnnl::algorithm algorithm, float alpha, float beta,
-                           bool zero_stays_zero, bool keep_nan) {
-  const Tensor& x = input(ctx, "X");
-  Tensor out(x.dims(), data_type::float32, ctx.place(), x.layout());
-  const std::int64_t n = storage_elements(x);
-  if (n > 0) {
-    onednn_context& dnn = onednn_of(ctx);
-    const dnnl::memory::desc flat({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
-    const dnnl::memory src = onednn_at(flat, x, dnn.engine()), dst = onednn_at(flat, out, dnn.engine());
-    const dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, flat, alpha, beta),
-        dnn.engine());
-    dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    dnn.wait();
-    if (keep_nan) {
-      const float* in = x.data<float>();
-      float* y = out.data<float>();
-      for (std::int64_t i = 0; i < n; ++i)
-        if (std::isnan(in[i])) y[i] = in[i];
-    }
-    if (!zero_stays_zero) zero_padding_lanes(out);
-  }
-  ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
-}
-}  // namespace detail
 #endif
 
 #if FLUIDK_OPS_OPENCL
 namespace detail {
-// The family's OpenCL C kernels. Element offsets come as arguments, so a tensor that is a
-// slice of a larger buffer works like any other; each computes what the CPU kernels compute.
+// The OpenCL C kernel of elementwise_add and elementwise_mul. Element offsets come as arguments, so a tensor
+// that is a slice of a larger buffer works like any other; each computes what the CPU kernels compute.
 inline constexpr const char* elementwise_opencl_source = R"CLC(
 // c = a op b (op 0: +, 1: *) over `rank` dims of `extents`, each operand stepping by its own
 // strides (0 where it repeats). Vectors carry the dims; vstore8 makes them indexable.
@@ -405,49 +335,6 @@ __kernel void binary_broadcast_f32(__global const float* a, ulong a_off, __globa
   }
   const float u = a[ai], v = b[bi];
   c[i] = op == 0 ? u + v : u * v;
-}
-
-__kernel void clip_f32(__global const float* x, ulong x_off, __global float* y, ulong n, float lo, float hi) {
-  const size_t i = get_global_id(0);
-  if (i >= n) return;
-  const float v = x[x_off + i];
-  y[i] = v < lo ? lo : (v > hi ? hi : v);
-}
-
-__kernel void sigmoid_f32(__global const float* x, ulong x_off, __global float* y, ulong n) {
-  const size_t i = get_global_id(0);
-  if (i >= n) return;
-  y[i] = 1.0f / (1.0f + exp(-x[x_off + i]));
-}
-
-__kernel void scale_f32(__global const float* x, ulong x_off, __global float* y, ulong n, float factor) {
-  const size_t i = get_global_id(0);
-  if (i < n) y[i] = x[x_off + i] * factor;
-}
-
-__kernel void fill_u8(__global uchar* y, ulong n, uchar value) {
-  const size_t i = get_global_id(0);
-  if (i < n) y[i] = value;
-}
-
-// Softmax along the middle dim of x [outer, n, inner]: one work-item per (outer, inner) pair.
-// A NaN anywhere makes the row NaN (through the max or the sum), as on the CPU.
-__kernel void softmax_f32(__global const float* x, ulong x_off, __global float* y, ulong outer, ulong n,
-                          ulong inner) {
-  const size_t r = get_global_id(0);
-  if (r >= outer * inner) return;
-  const ulong base = (r / inner) * n * inner + r % inner;
-  __global const float* in = x + x_off + base;
-  __global float* out = y + base;
-  float m = in[0];
-  for (ulong k = 1; k < n; ++k) m = in[k * inner] > m ? in[k * inner] : m;
-  float sum = 0.0f;
-  for (ulong k = 0; k < n; ++k) {
-    const float e = exp(in[k * inner] - m);
-    out[k * inner] = e;
-    sum += e;
-  }
-  for (ulong k = 0; k < n; ++k) out[k * inner] /= sum;
 }
 )CLC";
 
