@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluidk/content_stamp.hpp"
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/program/desc.hpp"
 #include "fluidk/runtime_call.hpp"
@@ -47,70 +48,6 @@ struct executor_stats {
   std::uint64_t bytes_copied = 0;  // bytes written by copies between places
   std::uint64_t child_scopes = 0;  // child scopes made for transformed inputs
   std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
-};
-
-// What a cached copy was made from, and what it is: a variable's version; the identity and
-// version of every storage its content views; and what a copy shows besides the bytes: each
-// tensor's shape, data type, layout and offset in its storage, a LoDTensor's offsets (each
-// array element's), a SelectedRows' height and rows. Equal stamps mean the same bytes with
-// the same metadata: any write through an alias, a view or a kernel output moves a storage's
-// version, and a change of shape, LoD or rows shows even when made through a reference kept
-// from get_mutable (which moves the variable's version only when it is called).
-class content_stamp {
- public:
-  content_stamp() = default;
-  explicit content_stamp(const Variable& v) : version_(v.version()) {
-    for_each_word(v, [&](std::uint64_t w) { words_.push_back(w); });
-  }
-  // Compares without allocating: on the cached rerun's path.
-  bool matches(const Variable& v) const noexcept {
-    if (v.version() != version_) return false;
-    std::size_t i = 0;
-    bool same = true;
-    for_each_word(v, [&](std::uint64_t w) {
-      same = same && i < words_.size() && words_[i] == w;
-      ++i;
-    });
-    return same && i == words_.size();
-  }
-
- private:
-  // The stamp as words, passed to f one by one (lengths before lists, so that two contents
-  // never give the same words).
-  template <class F>
-  static void for_each_word(const Variable& v, F&& f) {
-    auto tensor = [&](const Tensor& t) {
-      f(t.storage_id());
-      f(t.version());
-      f(t.offset());
-      f(std::uint64_t(t.dtype()) << 32 | std::uint64_t(t.layout().id()));
-      f(t.dims().rank());
-      for (std::size_t d = 0; d < t.dims().rank(); ++d) f(std::uint64_t(t.dims()[d]));
-    };
-    auto list = [&](const auto& values) {
-      f(values.size());
-      for (const auto x : values) f(std::uint64_t(x));
-    };
-    auto lod_tensor = [&](const LoDTensor& t) {
-      tensor(t);
-      f(t.lod().size());
-      for (const auto& level : t.lod()) list(level);
-    };
-    if (v.is<LoDTensor>()) {
-      lod_tensor(v.get<LoDTensor>());
-    } else if (v.is<SelectedRows>()) {
-      const SelectedRows& rows = v.get<SelectedRows>();
-      tensor(rows.value());
-      f(std::uint64_t(rows.height()));
-      list(rows.rows());
-    } else if (v.is<LoDTensorArray>()) {
-      f(v.get<LoDTensorArray>().size());
-      for (const LoDTensor& element : v.get<LoDTensorArray>()) lod_tensor(element);
-    }
-  }
-
-  std::uint64_t version_ = 0;
-  std::vector<std::uint64_t> words_;
 };
 
 // What a copy of an input is made for. A dense input: the key it is transformed to. A
