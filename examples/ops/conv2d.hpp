@@ -244,8 +244,15 @@ struct conv2d_onednn {
     const memory::dims wei_dims = g.groups == 1
                                       ? memory::dims{g.oc, g.c, g.kh, g.kw}
                                       : memory::dims{g.groups, g.oc / g.groups, g.c / g.groups, g.kh, g.kw};
-    const dnnl::convolution_forward::primitive_desc pd =
-        choose(g, input.layout(), ctx.kernel().layout(), dnn);
+    // The primitive of these shapes and layouts, chosen and generated once (the cache's key
+    // holds everything choose() reads).
+    detail::onednn_key key("conv2d.fwd");
+    key << g.n << g.c << g.h << g.w << g.oc << g.kh << g.kw << g.groups << g.strides[0] << g.strides[1]
+        << g.dilations[0] << g.dilations[1] << g.paddings[0] << g.paddings[1] << g.paddings_end[0]
+        << g.paddings_end[1] << input.layout() << ctx.kernel().layout();
+    const auto kept = detail::kept_primitive<dnnl::convolution_forward>(
+        dnn, key, [&] { return choose(g, input.layout(), ctx.kernel().layout(), dnn); });
+    const dnnl::convolution_forward::primitive_desc& pd = kept->pd;
     // The source as fluidk gave it (nChw8c or nChw16c), reordered if oneDNN wants another.
     memory src = detail::reordered(detail::onednn_memory_of(input, dnn.engine()), pd.src_desc(), dnn);
     // The weights in the format oneDNN asks for. A grouped filter is made row-major first,
@@ -255,7 +262,11 @@ struct conv2d_onednn {
         g.groups == 1 ? detail::onednn_memory_of(filter, dnn.engine())
                       : memory(memory::desc(wei_dims, f32, memory::format_tag::goihw), dnn.engine(),
                                static_cast<std::byte*>(grouped_filter.handle()) + grouped_filter.offset());
-    memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
+    // Reordered once and kept while the filter is unchanged; a grouped filter that row_major
+    // had to copy is reordered per call (its copy is new each time).
+    memory weights = g.groups == 1 || grouped_filter.shares_buffer_with(filter)
+                         ? detail::prepared_weights(dnn, grouped_filter, user_weights, pd.weights_desc())
+                         : detail::reordered(user_weights, pd.weights_desc(), dnn);
 
     // The output in the layout oneDNN chose, when fluidk has a name for it; else reordered
     // into the kernel's own layout.
@@ -268,8 +279,8 @@ struct conv2d_onednn {
                chosen != data_layout::any ? chosen : kernel_layout);
     memory dst = detail::onednn_memory_of(out, dnn.engine());
     memory result = chosen != data_layout::any ? dst : memory(pd.dst_desc(), dnn.engine());
-    dnnl::convolution_forward(pd).execute(
-        dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}});
+    kept->primitive.execute(dnn.stream(),
+                            {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}});
     if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
     dnn.wait();
     ctx.set_output("Output", std::move(out));

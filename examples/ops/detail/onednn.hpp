@@ -6,11 +6,16 @@
 #error "ops/detail/onednn.hpp needs the oneDNN backend (FLUIDK_HAS_ONEDNN=1)"
 #else
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <fluidk/devices/onednn.hpp>
 #include <fluidk/execution_context.hpp>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "ops/detail/common.hpp"
 
@@ -73,6 +78,88 @@ inline dnnl::memory reordered(dnnl::memory user, const dnnl::memory::desc& wante
   dnnl::memory out(wanted, dnn.engine());
   dnnl::reorder(user, out).execute(dnn.stream(), user, out);
   return out;
+}
+
+// The key of an object in the oneDNN cache (onednn_cache): its kind, then every value that
+// defines it, each written in full and separated, so that two different lists of values
+// never give the same text.
+class onednn_key {
+ public:
+  explicit onednn_key(std::string_view kind) : text_(kind) {}
+  onednn_key& operator<<(std::int64_t v) { return add(std::to_string(v)); }
+  onednn_key& operator<<(int v) { return *this << std::int64_t(v); }
+  onednn_key& operator<<(bool v) { return add(v ? "1" : "0"); }
+  // A float by its bits: the same bits, the same key.
+  onednn_key& operator<<(float v) { return *this << std::int64_t(std::bit_cast<std::uint32_t>(v)); }
+  onednn_key& operator<<(std::string_view v) {
+    *this << std::int64_t(v.size());
+    return add(v);
+  }
+  onednn_key& operator<<(const dnnl::memory::dims& d) {
+    *this << std::int64_t(d.size());
+    for (const auto v : d) *this << std::int64_t(v);
+    return *this;
+  }
+  onednn_key& operator<<(data_layout l) { return add(name_of(l)); }
+  onednn_key& operator<<(data_type t) { return add(name_of(t)); }
+  // A memory description by what defines it: shape, data type, offset and the blocking (the
+  // strides and the inner blocks) of a blocked format.
+  onednn_key& operator<<(const dnnl::memory::desc& md) {
+    const dnnl_memory_desc_t& d = md.data;
+    *this << std::int64_t(d.ndims) << std::int64_t(d.data_type) << std::int64_t(d.format_kind)
+          << std::int64_t(d.offset0) << std::int64_t(d.extra.flags);
+    for (int i = 0; i < d.ndims; ++i) *this << std::int64_t(d.dims[i]) << std::int64_t(d.padded_dims[i]);
+    if (d.format_kind == dnnl_blocked) {
+      const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+      for (int i = 0; i < d.ndims; ++i) *this << std::int64_t(b.strides[i]);
+      *this << std::int64_t(b.inner_nblks);
+      for (int i = 0; i < b.inner_nblks; ++i)
+        *this << std::int64_t(b.inner_blks[i]) << std::int64_t(b.inner_idxs[i]);
+    }
+    return *this;
+  }
+  const std::string& str() const noexcept { return text_; }
+
+ private:
+  onednn_key& add(std::string_view v) {
+    text_ += '|';
+    text_ += v;
+    return *this;
+  }
+  std::string text_;
+};
+
+// The primitive descriptor and primitive kept under `key`, made by make() (which returns the
+// primitive descriptor) the first time: oneDNN walks its implementations and generates code
+// once per key, not per call.
+template <class Primitive>
+struct onednn_kept {
+  typename Primitive::primitive_desc pd;
+  Primitive primitive;
+};
+template <class Primitive, class Make>
+std::shared_ptr<const onednn_kept<Primitive> > kept_primitive(onednn_context& dnn, const onednn_key& key,
+                                                              Make&& make) {
+  return dnn.cache().get<onednn_kept<Primitive> >(key.str(), [&] {
+    typename Primitive::primitive_desc pd = std::forward<Make>(make)();
+    return onednn_kept<Primitive>{pd, Primitive(pd)};
+  });
+}
+
+// A weight (`user`, a oneDNN memory over `source`'s storage) in the format a primitive wants:
+// itself when the descriptions agree; else reordered once into memory the cache keeps while
+// source's content is unchanged (a weight written in place is reordered again).
+inline dnnl::memory prepared_weights(onednn_context& dnn, const Tensor& source, const dnnl::memory& user,
+                                     const dnnl::memory::desc& wanted) {
+  if (user.get_desc() == wanted) return user;
+  onednn_key key("weights");
+  key << user.get_desc() << wanted;
+  return dnn.cache().prepared(source, key.str(), [&] {
+    dnnl::memory out(wanted, dnn.engine());
+    dnnl::reorder(user, out).execute(dnn.stream(), const_cast<dnnl::memory&>(user), out);
+    dnn.wait();  // another thread may take it from the cache and run on its own stream
+    return out;
+  });
 }
 
 // The fluidk layout of a oneDNN description of 4-D data, or ANY_LAYOUT when fluidk has no

@@ -9,33 +9,186 @@
     "fluidk/devices/onednn.hpp needs the oneDNN backend: use fluidk_onednn_dep (Meson), or define FLUIDK_HAS_ONEDNN=1 and link dnnl"
 #else
 
+#include <cstddef>
+#include <cstdint>
 #include <dnnl.hpp>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <typeinfo>
+#include <unordered_map>
+#include <utility>
 
+#include "fluidk/content_stamp.hpp"
 #include "fluidk/devices/onednn_tags.hpp"
 #include "fluidk/tensor.hpp"
 
 namespace fluidk {
 
+// What the oneDNN kernels make once and keep, as Fluid's MKLDNN device context keeps its
+// blobs: primitives with their descriptors, keyed by what defines them (shapes, attributes,
+// layouts, post-ops), and weights reordered into a primitive's format, kept while their
+// source is unchanged. A prepared weight is stamped as the executor's transfer cache stamps
+// its copies (tensor_stamp: the storage's identity and version, offset, data type, layout and
+// shape), so a weight written in place, through any alias, is prepared again, never served
+// stale. Bounded: at most max_entries entries and max_prepared_bytes bytes of prepared
+// weights, least recently used first out. Thread-safe: a mutex guards the maps, and what they
+// hand out is immutable and shared (a primitive executes on several streams at once; a
+// prepared weight is only read). An entry is made outside the lock: two threads that miss the
+// same key at once both make it, and the last one made is kept.
+class onednn_cache {
+ public:
+  struct statistics {
+    std::uint64_t hits = 0, misses = 0;                    // primitives and other kept objects
+    std::uint64_t prepared_hits = 0, prepared_misses = 0;  // weights prepared
+    std::uint64_t evictions = 0;
+  };
+
+  explicit onednn_cache(std::size_t max_entries = 4096, std::size_t max_prepared_bytes = std::size_t(1) << 30)
+      : max_entries_(max_entries), max_prepared_bytes_(max_prepared_bytes) {}
+  onednn_cache(const onednn_cache&) = delete;
+  onednn_cache& operator=(const onednn_cache&) = delete;
+
+  // The object kept under `key`, made by make() (which returns a T) on a miss. A key names
+  // one type: keys begin with the kind of object they describe ("conv2d.fwd|...").
+  template <class T, class Make>
+  std::shared_ptr<const T> get(const std::string& key, Make&& make) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (auto it = entries_.find(key); it != entries_.end()) {
+        if (it->second.type != &typeid(T))
+          throw error("oneDNN cache: key \"" + key + "\" was made for another type of object");
+        touch(it);
+        ++stats_.hits;
+        return std::static_pointer_cast<const T>(it->second.value);
+      }
+      ++stats_.misses;
+    }
+    auto value = std::make_shared<const T>(std::forward<Make>(make)());
+    insert(key, value, &typeid(T), {}, 0);
+    return value;
+  }
+
+  // `source` prepared for a use that `key` names (a primitive's weights format): make()
+  // returns the prepared memory on a miss, or when source's content changed since it was
+  // made. The entry is the source storage's and the key's; its stamp decides whether it is
+  // still the source's content.
+  template <class Make>
+  dnnl::memory prepared(const Tensor& source, const std::string& key, Make&& make) {
+    std::string full = key;
+    full += "|source ";
+    full += std::to_string(source.storage_id());
+    full += '+';
+    full += std::to_string(source.offset());
+    {
+      const std::lock_guard lock(mutex_);
+      if (auto it = entries_.find(full); it != entries_.end()) {
+        if (it->second.stamp.matches(source)) {
+          touch(it);
+          ++stats_.prepared_hits;
+          return *std::static_pointer_cast<const dnnl::memory>(it->second.value);
+        }
+        erase(it);
+      }
+      ++stats_.prepared_misses;
+    }
+    tensor_stamp stamp(source);  // before make(): a write while it runs makes the entry stale
+    dnnl::memory memory = std::forward<Make>(make)();
+    const std::size_t bytes = memory.get_desc().get_size();
+    insert(full, std::make_shared<const dnnl::memory>(memory), &typeid(dnnl::memory), std::move(stamp),
+           bytes);
+    return memory;
+  }
+
+  statistics stats() const {
+    const std::lock_guard lock(mutex_);
+    return stats_;
+  }
+  std::size_t size() const {
+    const std::lock_guard lock(mutex_);
+    return entries_.size();
+  }
+  std::size_t prepared_bytes() const {
+    const std::lock_guard lock(mutex_);
+    return prepared_bytes_;
+  }
+  void clear() {
+    const std::lock_guard lock(mutex_);
+    entries_.clear();
+    lru_.clear();
+    prepared_bytes_ = 0;
+  }
+
+ private:
+  struct entry {
+    std::shared_ptr<const void> value;
+    const std::type_info* type;
+    tensor_stamp stamp;  // a prepared weight's source; empty for other objects
+    std::size_t bytes;   // a prepared weight's
+    std::list<std::string>::iterator position;
+  };
+  using map = std::unordered_map<std::string, entry>;
+
+  void touch(map::iterator it) { lru_.splice(lru_.begin(), lru_, it->second.position); }
+  void erase(map::iterator it) {
+    prepared_bytes_ -= it->second.bytes;
+    lru_.erase(it->second.position);
+    entries_.erase(it);
+  }
+  void insert(const std::string& key, std::shared_ptr<const void> value, const std::type_info* type,
+              tensor_stamp stamp, std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    if (auto it = entries_.find(key); it != entries_.end()) erase(it);
+    lru_.push_front(key);
+    entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes, lru_.begin()});
+    prepared_bytes_ += bytes;
+    while ((entries_.size() > max_entries_ || prepared_bytes_ > max_prepared_bytes_) && lru_.size() > 1) {
+      erase(entries_.find(lru_.back()));
+      ++stats_.evictions;
+    }
+  }
+
+  std::size_t max_entries_, max_prepared_bytes_;
+  mutable std::mutex mutex_;
+  std::list<std::string> lru_;  // most recently used first
+  map entries_;
+  std::size_t prepared_bytes_ = 0;
+  statistics stats_;
+};
+
 // The oneDNN engine and stream of the CPU place. A stream is not thread-safe, so each
-// thread has its own context.
+// thread has its own context; every context shares the one CPU engine and, unless given one
+// of its own, the process's cache (shared_cache()), so that a primitive or a prepared weight
+// made on one thread serves all (oneDNN runs a primitive only on a stream of its engine).
 class onednn_context final : public device_context {
  public:
-  onednn_context() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  onednn_context() : onednn_context(shared_cache()) {}
+  explicit onednn_context(onednn_cache& cache) : engine_(shared_engine()), stream_(engine_), cache_(&cache) {}
   fluidk::place place() const noexcept override { return cpu_place; }
   void wait() override { stream_.wait(); }
 
   const dnnl::engine& engine() const noexcept { return engine_; }
   dnnl::stream& stream() noexcept { return stream_; }
+  onednn_cache& cache() const noexcept { return *cache_; }
 
   static onednn_context& this_thread() {
     thread_local onednn_context context;
     return context;
   }
+  static onednn_cache& shared_cache() {
+    static onednn_cache cache;
+    return cache;
+  }
+  static const dnnl::engine& shared_engine() {
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+  }
 
  private:
   dnnl::engine engine_;
   dnnl::stream stream_;
+  onednn_cache* cache_;
 };
 
 inline dnnl::memory::data_type onednn_data_type(data_type d) {
