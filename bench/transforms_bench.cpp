@@ -305,6 +305,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   const dnnl_version_t* v = dnnl_version();
+  // fluidk's own cache sizes, which ratios.py reads: Google Benchmark's context names no cache
+  // where the hypervisor hides CPUID's topology leaf and Linux has no cache folder.
+  const kernels::cache_sizes& caches = kernels::detected_caches();
+  benchmark::AddCustomContext("fluidk_l1d_bytes", std::to_string(caches.l1d));
+  benchmark::AddCustomContext("fluidk_l2_bytes", std::to_string(caches.l2));
+  benchmark::AddCustomContext("fluidk_llc_bytes", std::to_string(caches.llc));
+  benchmark::AddCustomContext("fluidk_caches_from", std::string(caches.source));
   benchmark::AddCustomContext(
       "onednn", std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
                     " cpu_runtime=" + (v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other"));

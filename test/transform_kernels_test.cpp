@@ -932,6 +932,33 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("AMD's legacy cache leaves give L1d and L2, and an implausible L3 is not believed",
+          "[transforms][stores]") {
+  namespace d = kernels::detail;
+  kernels::cache_sizes out;
+  // A Zen 5 core's registers in a VM: 48 KiB L1d (0x80000005 ECX), 1 MiB L2 (0x80000006 ECX),
+  // and an L3 field (0x80000006 EDX) of 768 units of 512 KiB, 384 MiB, where the core has 32:
+  // the last level is assumed, and said to be.
+  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 0x0c009140, out));
+  CHECK(out.l1d == 48 << 10);
+  CHECK(out.l2 == 1 << 20);
+  CHECK(out.llc == 32 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6, L3 assumed");
+  // A plausible L3 field, 64 units (32 MiB), is believed.
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x02008140, (64u << 18) | 0x9140, out));
+  CHECK(out.l1d == 32 << 10);
+  CHECK(out.l2 == 512 << 10);
+  CHECK(out.llc == 32 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6");
+  // An L3 no larger than L2 is no L3 either.
+  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 2u << 18, out));
+  CHECK(out.llc == 32 << 20);
+  // Without a plausible L1d or L2 (zeros, as some hypervisors give, or an L2 under L1d), no answer.
+  CHECK_FALSE(d::caches_from_amd_legacy(0, 0x04008140, 0x0c009140, out));
+  CHECK_FALSE(d::caches_from_amd_legacy(0x300c0140, 0, 0x0c009140, out));
+  CHECK_FALSE(d::caches_from_amd_legacy(0xff0c0140, 0x00408140, 0x0c009140, out));
+}
+
 TEST_CASE("the store policy follows the cache sizes, and can be forced and restored",
           "[transforms][stores]") {
   const kernels::cache_sizes& caches = kernels::detected_caches();

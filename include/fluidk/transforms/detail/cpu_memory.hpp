@@ -93,6 +93,41 @@ inline bool caches_from_sysfs(cache_sizes& out) {
   return any && out.l2 != 0;
 }
 
+// The sizes AMD's legacy leaves give: 0x80000005 ECX[31:24], the L1 data cache in KiB;
+// 0x80000006 ECX[31:16], the L2 in KiB, and EDX[31:18], the L3 in 512 KiB units. Hypervisors
+// that hide the topology leaf 0x8000001D (and Linux's cache folders with it) pass these
+// through, but their L3 field may be implausible there (seen: 384 and some 508 MiB on Zen 5 VMs whose cores
+// have 32, the package's or no cache's), so each size is kept only within bounds: L1d 4 KiB to 1 MiB; L2 64
+// KiB to 64 MiB and above L1d; L3 above L2 and at most 256 MiB. Without a plausible L1d and L2 there is no
+// answer; an implausible L3 is replaced by the assumed 32 MiB, and `source` says so.
+inline bool caches_from_amd_legacy(unsigned ecx5, unsigned ecx6, unsigned edx6, cache_sizes& out) noexcept {
+  const std::size_t l1d = std::size_t(ecx5 >> 24) << 10, l2 = std::size_t(ecx6 >> 16) << 10,
+                    l3 = std::size_t(edx6 >> 18) << 19;
+  if (l1d < (std::size_t(4) << 10) || l1d > (std::size_t(1) << 20)) return false;
+  if (l2 < (std::size_t(64) << 10) || l2 > (std::size_t(64) << 20) || l2 <= l1d) return false;
+  const bool l3_plausible = l3 > l2 && l3 <= (std::size_t(256) << 20);
+  out = {l1d, l2, l3_plausible ? l3 : std::size_t(32) << 20, 1,
+         l3_plausible ? "CPUID 0x80000005/6" : "CPUID 0x80000005/6, L3 assumed"};
+  return true;
+}
+
+inline bool caches_from_amd_legacy_cpuid(cache_sizes& out) noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return false;
+  if (__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000006) return false;
+  __get_cpuid(0x80000005, &eax, &ebx, &ecx, &edx);
+  const unsigned ecx5 = ecx;
+  __get_cpuid(0x80000006, &eax, &ebx, &ecx, &edx);
+  return caches_from_amd_legacy(ecx5, ecx, edx, out);
+#else
+  (void)out;
+  return false;
+#endif
+}
+
+// The first answer of: CPUID's cache leaves (4, or 0x8000001D on AMD), Linux's sysfs, AMD's
+// legacy leaves, and last the sizes of a common server core, "assumed".
 inline cache_sizes detect_caches() {
   cache_sizes out;
   if (caches_from_cpuid(out)) return out;
@@ -101,6 +136,8 @@ inline cache_sizes detect_caches() {
     if (caches_from_sysfs(out)) return out;
   } catch (...) {
   }
+  out = {};
+  if (caches_from_amd_legacy_cpuid(out)) return out;
   // Neither: sizes of a common server core, so that large transforms still stream.
   return {32 << 10, 1 << 20, 32 << 20, 1, "assumed"};
 }
