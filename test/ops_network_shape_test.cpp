@@ -420,6 +420,74 @@ TEST_CASE("gemm refuses what is not ONNX's Gemm, naming the operator", "[ops][ge
   }
 }
 
+namespace {
+// gemm's fuse_activation (set by run-onnx's gemm_activation pass), on the product's result.
+struct gemm_fused {
+  std::string activation;
+  float lo = 0, hi = 0;  // clip's bounds
+  long double operator()(long double v) const {
+    if (activation == "relu") return v > 0 ? v : 0;
+    if (activation == "clip") return std::min<long double>(std::max<long double>(v, lo), hi);
+    return 1 / (1 + std::exp(-v));
+  }
+};
+
+template <class T>
+void check_gemm_fused(const variant& v, const gemm_case& c, const gemm_fused& f) {
+  INFO(v.name << ": A " << c.a << ", B " << c.b << ", C " << (c.c ? c.c->to_string() : "none") << ", alpha "
+              << c.alpha << ", beta " << c.beta << ", fuse_activation " << f.activation << " [" << f.lo
+              << ", " << f.hi << "]");
+  Scope scope;
+  scope.var("a").set(LoDTensor(random_tensor<T>(c.a)));
+  scope.var("b").set(LoDTensor(random_tensor<T>(c.b)));
+  if (c.c) scope.var("c").set(LoDTensor(random_tensor<T>(*c.c)));
+  attribute_map attrs = gemm_attrs(c);
+  attrs.set("fuse_activation", f.activation);
+  if (f.activation == "clip") {
+    attrs.set("fuse_alpha", f.lo);
+    attrs.set("fuse_beta", f.hi);
+  }
+  run_as(
+      v, scope, "gemm",
+      {{"A", {"a"}}, {"B", {"b"}}, {"C", c.c ? std::vector<std::string>{"c"} : std::vector<std::string>{}}},
+      {{"Out", {"out"}}}, attrs);
+  const std::vector<T> cv = c.c ? values<T>(scope.get("c")) : std::vector<T>{};
+  std::vector<long double> expected =
+      naive_gemm(values<T>(scope.get("a")), c.a, values<T>(scope.get("b")), c.b, c.c ? &cv : nullptr,
+                 c.c.value_or(dims{}), c.ta, c.tb, c.alpha, c.beta);
+  for (long double& e : expected) e = f(e);
+  check_close(values<T>(scope.get("out").get<LoDTensor>()), expected, product_tolerance<T>());
+}
+}  // namespace
+
+TEST_CASE("gemm fuse_activation: relu, clip or sigmoid on Out last, every kernel; an unknown one refused",
+          "[ops][gemm][onednn][opencl]") {
+  // Without C, C as oneDNN's bias, and alpha, beta and C [M, N] (oneDNN's sum post-op); clip
+  // with min above max gives max everywhere (computed apart from oneDNN's clip).
+  const std::vector<gemm_case> cases{gemm_cases[0], gemm_cases[1], gemm_cases[5], gemm_cases[13]};
+  const std::vector<gemm_fused> activations{
+      {"relu"}, {"clip", -0.3f, 0.4f}, {"clip", 0.5f, -0.5f}, {"sigmoid"}};
+  for (const gemm_case& c : cases)
+    for (const gemm_fused& f : activations) {
+      check_gemm_fused<double>({"CPU plain, double", cpu_at, false}, c, f);
+      for (const variant& v : float_variants()) check_gemm_fused<float>(v, c, f);
+    }
+  for (const variant& v : float_variants()) {
+    INFO(v.name);
+    Scope scope;
+    scope.var("a").set(LoDTensor(random_tensor<float>({3, 5})));
+    scope.var("b").set(LoDTensor(random_tensor<float>({5, 4})));
+    CHECK_THROWS_WITH(run_as(v, scope, "gemm", {{"A", {"a"}}, {"B", {"b"}}}, {{"Out", {"out"}}},
+                             {{"fuse_activation", std::string("tanh")}}),
+                      Catch::Contains("operator 'gemm'") && Catch::Contains("fuse_activation") &&
+                          Catch::Contains("\"tanh\""));
+    CHECK_THROWS_WITH(run_as(v, scope, "gemm", {{"A", {"a"}}, {"B", {"b"}}}, {{"Out", {"out"}}},
+                             {{"fuse_activation", std::string("clip")}, {"fuse_alpha", std::nanf("")}}),
+                      Catch::Contains("operator 'gemm'") && Catch::Contains("NaN"));
+    CHECK_FALSE(scope.get("out").initialized());
+  }
+}
+
 // --- flatten2 and reshape2 --------------------------------------------------------------------
 
 TEST_CASE("flatten2: Out views X's storage as a matrix; XShape; every place", "[ops][flatten2][opencl]") {

@@ -6,6 +6,7 @@
 //   run_onnx MODEL.onnx [--input F.pb]... [--output-dir D] [--expect D] [--rtol R] [--atol A]
 //            [--place cpu|opencl:0|cuda:0] [--library plain|onednn|cudnn]
 //            [--op-device OPTYPE=PLACE]... [--threads N] [--repeat N] [--plan] [--dot FILE]
+//            [--no-fuse PASS]...
 //
 // Exit status: 0 when it ran (and every output matched), 1 when an output did not match,
 // 2 when the command line, the model or an input is refused (nothing ran), 3 when the run
@@ -36,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse_passes.hpp"
 #include "importer.hpp"
 #if FLUIDK_ONNX_OPENMP
 #include <omp.h>
@@ -63,6 +65,8 @@ constexpr const char* usage_text =
   --plan                   prints the plan of the first run: kernel per operator, inputs moved and
                            their cost, transforms, bytes moved and fallbacks
   --dot FILE               writes the plan of the first run as Graphviz DOT
+  --no-fuse PASS           does not run fuse pass PASS (repeat for several; all: none runs): conv_bn,
+                           conv_bias, conv_residual, conv_activation, gemm_activation (docs/onnx.md)
 exit status: 0 ran (and matched), 1 mismatch, 2 refused (nothing ran), 3 the run failed
 )";
 
@@ -84,6 +88,7 @@ struct arguments {
   std::vector<std::pair<std::string, std::string>> op_device;  // ONNX op type, place text
   int threads = 0, repeat = 0;
   bool plan = false;
+  std::set<std::string, std::less<>> no_fuse;  // fuse passes switched off ("all": every one)
 };
 
 double number(std::string_view option, const std::string& text) {
@@ -105,7 +110,7 @@ arguments parse_arguments(int argc, char** argv) {
   arguments args;
   const std::set<std::string_view> with_value{"--input",   "--output-dir", "--expect",  "--rtol",
                                               "--atol",    "--place",      "--library", "--op-device",
-                                              "--threads", "--repeat",     "--dot"};
+                                              "--threads", "--repeat",     "--dot",     "--no-fuse"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "-h" || arg == "--help") throw usage_error{};
@@ -154,6 +159,14 @@ arguments parse_arguments(int argc, char** argv) {
       args.repeat = count(arg, value);
     } else if (arg == "--dot") {
       args.dot = value;
+    } else if (arg == "--no-fuse") {
+      const std::vector<std::string>& passes = onnx_import::fuse_pass_names();
+      if (value != "all" && std::find(passes.begin(), passes.end(), value) == passes.end()) {
+        std::string names;
+        for (const std::string& pass : passes) names += pass + ", ";
+        throw usage_error{"--no-fuse takes a fuse pass (" + names + "or all), not '" + value + "'"};
+      }
+      args.no_fuse.insert(value);
     }
   }
   if (args.model.empty()) throw usage_error{"no model given"};
@@ -341,6 +354,7 @@ int run(const arguments& args) {
 
   // The model, its inputs (checked against their declared types), the program.
   onnx_import::imported_model model;
+  std::vector<onnx_import::fuse_report> fusions;
   std::vector<Tensor> inputs;
   try {
     onnx::ModelProto proto = onnx_import::parse_model(read_file(args.model), args.model);
@@ -352,6 +366,7 @@ int run(const arguments& args) {
     std::vector<dims> input_dims;
     for (const Tensor& t : inputs) input_dims.push_back(t.dims());
     model = onnx_import::translate(std::move(proto), &input_dims, options);
+    fusions = onnx_import::fuse(model, args.no_fuse);
   } catch (const onnx_import::refused& e) {
     throw refusal{args.model + ": " + detail::unprefixed(e)};
   }
@@ -397,6 +412,11 @@ int run(const arguments& args) {
   }
 
   if (args.plan) {
+    for (const onnx_import::fuse_report& f : fusions)
+      if (f.ran)
+        std::printf("pass %s: %zu fused\n", f.pass.c_str(), f.fused);
+      else
+        std::printf("pass %s: off\n", f.pass.c_str());
     std::printf("operators made from the model's nodes:\n");
     for (std::size_t i = 0; i < model.origins.size(); ++i)
       std::printf("  %-2zu %-16s <- %s\n", i + 1, model.program.block(0).ops()[i].type().c_str(),

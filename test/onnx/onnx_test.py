@@ -19,6 +19,12 @@ which has the onnx and numpy modules (scripts/deps).
   onnx_test.py refusals --run-onnx BIN --models DIR
       models and inputs that must be refused: exit 2, a message naming the node, op type,
       attribute, input or file, and nothing run.
+  onnx_test.py fusion --run-onnx BIN --models DIR FAMILY...
+      the fuse passes (examples/onnx/fuse_passes.hpp): small models that hold every pattern
+      (a batch_norm with mean != 0, var != 1 and its own epsilon; Gemm + Relu, Clip, Sigmoid)
+      against numpy in float64, with the passes on and off, on each FAMILY (cpu, onednn,
+      opencl), and an activation at another op_device left apart; the networks with every pass off, and ResNet-18 on oneDNN with each pass off
+      in turn; the fusions --plan reports; --no-fuse of an unknown pass.
 
 Tolerance: |actual - expected| <= atol + rtol |expected|, rtol 1e-4, atol 1e-5 (issue 50);
 atol 1e-7 for SqueezeNet's probabilities, which are about 1e-3 each (1e-5 would let through an
@@ -258,6 +264,7 @@ def models(args):
                     continue
             check_outputs(label, result, out, data, count, atol)
             check_plan(label, family, result.stdout)
+            check_fusions(label, result.stdout, EXPECTED_FUSIONS[model])
     return report(f"models {family}")
 
 
@@ -474,6 +481,244 @@ def refusals(args):
     return report("refusals")
 
 
+# ---------------------------------------------------------------------------------------------
+# fusion
+
+FUSE_PASSES = ["conv_bn", "conv_bias", "conv_residual", "conv_activation", "gemm_activation"]
+PASS_LINE = re.compile(r"^pass (\w+): (?:(\d+) fused|(off))$", re.M)
+# The fusions of each network with every pass on: ResNet-18 a conv_bn per BatchNormalization, a
+# conv_residual per Add and a conv_activation per Relu; MobileNetV2 a conv_bias per Conv (its
+# B), a conv_residual per Add and a conv_activation per Clip; SqueezeNet a conv_bias and a
+# conv_activation per Conv; the CIFAR net a conv_bn per BatchNormalization (its Conv's B
+# folded in), a conv_bias for the last Conv, a conv_activation per Relu and for the Sigmoid
+# gate. No Gemm is followed by an activation (cifar's MatMul is followed by an Add).
+EXPECTED_FUSIONS = {
+    "resnet18": {"conv_bn": 20, "conv_bias": 0, "conv_residual": 8, "conv_activation": 17, "gemm_activation": 0},
+    "mobilenetv2": {"conv_bn": 0, "conv_bias": 52, "conv_residual": 10, "conv_activation": 35,
+                    "gemm_activation": 0},
+    "squeezenet11": {"conv_bn": 0, "conv_bias": 26, "conv_residual": 0, "conv_activation": 26,
+                     "gemm_activation": 0},
+    "cifar": {"conv_bn": 2, "conv_bias": 1, "conv_residual": 0, "conv_activation": 3, "gemm_activation": 0},
+}
+
+
+def fusions(stdout):
+    """{pass: fusions made, or None where it was off} from run-onnx's --plan."""
+    return {m.group(1): None if m.group(3) else int(m.group(2)) for m in PASS_LINE.finditer(stdout)}
+
+
+def check_fusions(label, stdout, expected):
+    """The 'pass NAME: N fused' lines of --plan against `expected` ({pass: N, or None for off})."""
+    found = fusions(stdout)
+    if list(found) != FUSE_PASSES:
+        fail(f"{label}: --plan reports the passes {list(found)}, expected {FUSE_PASSES} in that order")
+    elif found != expected:
+        fail(f"{label}: --plan reports the fusions {found}, expected {expected}")
+    else:
+        text = ", ".join(f"{p} {'off' if n is None else n}" for p, n in found.items())
+        print(f"  fusions: {text}")
+
+
+def conv_nchw(x, w, b=None, pad=0):
+    """Conv (stride 1, group 1) in float64: x [N, C, H, W], w [O, C, KH, KW]."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2:]
+    h, wd = x.shape[2] - kh + 1, x.shape[3] - kw + 1
+    out = np.zeros((x.shape[0], w.shape[0], h, wd))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), x[:, :, i:i + h, j:j + wd])
+    return out if b is None else out + b.astype(np.float64).reshape(1, -1, 1, 1)
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def conv_fusion_model(rng):
+    """Every conv pattern once, with the float64 result: Conv+B -> BatchNormalization -> Relu
+    (conv_bn folding B too, conv_activation); Conv -> BatchNormalization -> Add of the Relu's
+    output -> Clip (conv_bn, conv_residual, conv_activation); Conv+B -> Sigmoid (conv_bias,
+    conv_activation). The statistics are far from the identity: mean != 0, var != 1, epsilon
+    1e-3 and 0.02."""
+    def f32(*shape, scale=1.0, low=None):
+        if low is not None:
+            return rng.uniform(low, scale, shape).astype(np.float32)
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    w1, b1, w2, w3, b3 = f32(4, 3, 3, 3, scale=0.4), f32(4), f32(4, 4, 3, 3, scale=0.3), f32(2, 4, 1, 1), f32(2)
+    bn = []
+    for k in range(2):
+        bn.append((f32(4, scale=1.5, low=0.5), f32(4), f32(4, scale=0.8) + 0.5, f32(4, scale=3.0, low=0.2)))
+    eps = [1e-3, 0.02]
+    x = f32(1, 3, 8, 8)
+
+    def batch_norm(v, k):
+        gamma, beta, mean, var = (t.astype(np.float64).reshape(1, -1, 1, 1) for t in bn[k])
+        return (v - mean) / np.sqrt(var + np.float64(np.float32(eps[k]))) * gamma + beta
+
+    c = np.maximum(batch_norm(conv_nchw(x, w1, b1, 1), 0), 0)
+    g = np.clip(batch_norm(conv_nchw(c, w2, None, 1), 1) + c, 0.0, 1.5)
+    y = sigmoid(conv_nchw(g, w3, b3))
+
+    inits = [numpy_helper.from_array(v, name) for name, v in
+             [("w1", w1), ("b1", b1), ("w2", w2), ("w3", w3), ("b3", b3),
+              ("lo", np.array(0.0, np.float32)), ("hi", np.array(1.5, np.float32))]]
+    for k in range(2):
+        for role, v in zip(["scale", "bias", "mean", "var"], bn[k]):
+            inits.append(numpy_helper.from_array(v, f"bn{k}_{role}"))
+    bn_inputs = [[f"bn{k}_{r}" for r in ["scale", "bias", "mean", "var"]] for k in range(2)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["a"] + bn_inputs[0], ["b"], name="bn1", epsilon=eps[0]),
+        helper.make_node("Relu", ["b"], ["c"], name="relu1"),
+        helper.make_node("Conv", ["c", "w2"], ["d"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["d"] + bn_inputs[1], ["e"], name="bn2", epsilon=eps[1]),
+        helper.make_node("Add", ["e", "c"], ["f"], name="residual"),
+        helper.make_node("Clip", ["f", "lo", "hi"], ["g"], name="clip"),
+        helper.make_node("Conv", ["g", "w3", "b3"], ["h"], name="conv3", kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["h"], ["y"], name="sigmoid"),
+    ]
+    graph = helper.make_graph(nodes, "conv_fusion", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model, full_check=True)
+    return model, [x], [y], {"conv_bn": 2, "conv_bias": 1, "conv_residual": 1, "conv_activation": 3,
+                             "gemm_activation": 0}
+
+
+def gemm_fusion_model(rng):
+    """Gemm -> Relu, Gemm (transposed B, alpha, beta, C [M, N]) -> Clip, Gemm -> Sigmoid, each
+    a gemm_activation; and a Gemm whose output is also a graph output before its Relu, which
+    stays as it is."""
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    b1, c1 = rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    b2, c2 = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    b3 = rng.standard_normal((5, 6)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    p1 = x64 @ b1 + c1
+    outs = [np.maximum(p1, 0), np.clip(0.7 * x64 @ b2.astype(np.float64).T + 0.5 * c2, -0.2, 0.3),
+            sigmoid(x64 @ b3), np.maximum(p1, 0), p1]
+    nodes = [
+        helper.make_node("Gemm", ["x", "b1", "c1"], ["p1"], name="gemm_relu"),
+        helper.make_node("Relu", ["p1"], ["y1"], name="relu"),
+        helper.make_node("Gemm", ["x", "b2", "c2"], ["p2"], name="gemm_clip", transB=1, alpha=0.7, beta=0.5),
+        helper.make_node("Clip", ["p2", "lo", "hi"], ["y2"], name="clip"),
+        helper.make_node("Gemm", ["x", "b3"], ["p3"], name="gemm_sigmoid"),
+        helper.make_node("Sigmoid", ["p3"], ["y3"], name="sigmoid"),
+        helper.make_node("Gemm", ["x", "b1", "c1"], ["p4"], name="gemm_exposed"),
+        helper.make_node("Relu", ["p4"], ["y4"], name="relu_apart"),
+    ]
+    inits = [numpy_helper.from_array(v, n) for n, v in
+             [("b1", b1), ("c1", c1), ("b2", b2), ("c2", c2), ("b3", b3),
+              ("lo", np.array(-0.2, np.float32)), ("hi", np.array(0.3, np.float32))]]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "gemm_fusion", [value("x", TensorProto.FLOAT, [3, 5])],
+                              [value("y1", TensorProto.FLOAT, [3, 4]), value("y2", TensorProto.FLOAT, [3, 4]),
+                               value("y3", TensorProto.FLOAT, [3, 6]), value("y4", TensorProto.FLOAT, [3, 4]),
+                               value("p4", TensorProto.FLOAT, [3, 4])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model, full_check=True)
+    return model, [x], outs, {"conv_bn": 0, "conv_bias": 0, "conv_residual": 0, "conv_activation": 0,
+                              "gemm_activation": 3}
+
+
+def run_checked(args, label, model, inputs, expected_dir, count, extra, scratch, atol=ATOL):
+    """run-onnx with --expect, --output-dir and --plan, its outputs checked here as well; its
+    stdout, or None when it failed."""
+    out = os.path.join(scratch, re.sub(r"\W+", "_", label))
+    command = [args.run_onnx, model]
+    for f in inputs:
+        command += ["--input", f]
+    command += ["--expect", expected_dir, "--output-dir", out, "--rtol", str(RTOL), "--atol", str(atol), "--plan"]
+    result = run(command + extra)
+    if result.returncode not in (0, 1):
+        fail(f"{label}: run-onnx exited with {status_text(result.returncode)}: {result.stderr.strip()[-1500:]}")
+        return None
+    # On a mismatch (status 1), check_outputs names the output lines that failed.
+    matched = check_outputs(label, result, out, expected_dir, count, atol)
+    return result.stdout if matched and result.returncode == 0 else None
+
+
+def fusion(args):
+    started = time.monotonic()
+    rng = np.random.RandomState(7)
+    off = {p: None for p in FUSE_PASSES}
+    with tempfile.TemporaryDirectory(prefix="onnx-fusion-") as scratch:
+        # The small models against numpy, each pass on and all off, on every family.
+        for name, (model, inputs, outputs, expected) in [("conv_fusion", conv_fusion_model(rng)),
+                                                         ("gemm_fusion", gemm_fusion_model(rng))]:
+            directory = os.path.join(scratch, name)
+            os.makedirs(directory)
+            path = os.path.join(directory, "model.onnx")
+            onnx.save(model, path)
+            files = []
+            for k, v in enumerate(inputs):
+                files.append(os.path.join(directory, f"input_{k}.pb"))
+                onnx.save_tensor(numpy_helper.from_array(v, model.graph.input[k].name), files[-1])
+            for k, v in enumerate(outputs):
+                onnx.save_tensor(numpy_helper.from_array(v.astype(np.float32), model.graph.output[k].name),
+                                 os.path.join(directory, f"output_{k}.pb"))
+            for family in args.families:
+                runs = [([], expected), (["--no-fuse", "all"], off)]
+                if name == "conv_fusion":
+                    # The Relu at another op_device than the conv before it: not fused.
+                    runs.append((["--op-device", "Relu=cpu"], dict(expected, conv_activation=2)))
+                for extra, wanted in runs:
+                    label = f"{name} ({family}{', ' + ' '.join(extra) if extra else ''})"
+                    stdout = run_checked(args, label, path, files, directory, len(outputs), FAMILIES[family] + extra,
+                                         scratch)
+                    if stdout is not None:
+                        print(f"{label}: outputs match numpy")
+                        check_fusions(label, stdout, wanted)
+                        if name == "conv_fusion" and not extra:
+                            # The folded operators' origins name every node they came from.
+                            for words in ["'conv1' (Conv) + node 1 'bn1' (BatchNormalization) + node 2 'relu1'",
+                                          "'conv2' (Conv) + node 4 'bn2' (BatchNormalization) + node 5 'residual' "
+                                          "(Add) + node 6 'clip' (Clip)"]:
+                                if words not in stdout:
+                                    fail(f"{label}: --plan names no operator made from {words}")
+        # The networks: every pass off, against ONNX Runtime (all on: the models tests), on oneDNN
+        # where it is built.
+        family = "onednn" if "onednn" in args.families else args.families[0]
+        for model in MODELS:
+            directory = os.path.join(args.models, model)
+            data = os.path.join(directory, "test_data_set_0")
+            count = len([f for f in os.listdir(data) if re.fullmatch(r"output_\d+\.pb", f)])
+            inputs = [os.path.join(data, f) for f in sorted(os.listdir(data)) if re.fullmatch(r"input_\d+\.pb", f)]
+            runs = [["--no-fuse", "all"]]
+            if model == "resnet18":
+                runs += [["--no-fuse", p] for p in FUSE_PASSES]
+            for extra in runs:
+                label = f"{model} ({family}, {' '.join(extra)})"
+                stdout = run_checked(args, label, os.path.join(directory, "model.onnx"), inputs, data, count,
+                                     FAMILIES[family] + extra, scratch, MODEL_ATOL.get(model, ATOL))
+                if stdout is None:
+                    continue
+                print(f"{label}: outputs match ONNX Runtime")
+                if extra[1] == "all":
+                    check_fusions(label, stdout, off)
+                else:
+                    wanted = dict(EXPECTED_FUSIONS[model], **{extra[1]: None})
+                    if extra[1] == "conv_bn":  # each Add and Relu then follows a batch_norm or an Add
+                        wanted["conv_residual"] = wanted["conv_activation"] = 0
+                    if extra[1] == "conv_residual":  # the Relu after each Add stays apart
+                        wanted["conv_activation"] = EXPECTED_FUSIONS[model]["conv_activation"] - 8
+                    check_fusions(label, stdout, wanted)
+        # An unknown pass: a usage error that lists the passes.
+        result = run([args.run_onnx, os.path.join(args.models, "cifar", "model.onnx"), "--no-fuse", "conv_everything"])
+        if result.returncode != 2 or not all(p in result.stderr for p in FUSE_PASSES + ["conv_everything"]):
+            fail(f"--no-fuse conv_everything: {status_text(result.returncode)}, expected status 2 and a message "
+                 f"naming it and listing the passes: {result.stderr.strip()}")
+        else:
+            print(f"--no-fuse conv_everything: status 2: {result.stderr.strip()}")
+    print(f"fusion tests in {time.monotonic() - started:.1f} s")
+    return report("fusion")
+
+
 def report(what):
     if failures:
         print(f"{what}: {len(failures)} failure(s)")
@@ -501,11 +746,16 @@ def main():
     p = sub.add_parser("refusals")
     p.add_argument("--run-onnx", required=True)
     p.add_argument("--models", required=True)
+    p = sub.add_parser("fusion")
+    p.add_argument("--run-onnx", required=True)
+    p.add_argument("--models", required=True)
+    p.add_argument("families", nargs="+", choices=["cpu", "onednn", "opencl"])
     args = parser.parse_args()
     if args.command != "prepare" and not os.access(args.run_onnx, os.X_OK):
         print(f"onnx_test.py: {args.run_onnx} is not built (ninja -C build examples/onnx/run_onnx)", file=sys.stderr)
         return 1
-    return {"prepare": prepare, "models": models, "node": node_tests, "refusals": refusals}[args.command](args)
+    return {"prepare": prepare, "models": models, "node": node_tests, "refusals": refusals,
+            "fusion": fusion}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,24 @@ __global__ void gemm_broadcast_c_kernel(const T* c, T* out, std::int64_t m, std:
     out[e] = beta * c[(e / n) * row_stride + (e % n) * col_stride];
 }
 
+// kind: 1 relu, 2 clip to [lo, hi], 3 sigmoid; as relu_of, activation_clip_of and
+// activation_sigmoid_of compute them.
+template <class T>
+__global__ void gemm_activation_kernel(T* y, std::int64_t n, int kind, T lo, T hi) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(blockDim.x) * gridDim.x) {
+    const T v = y[i];
+    if (kind == 1) {
+      y[i] = v > T(0) ? v : T(0);
+    } else if (kind == 2) {
+      const T low = v < lo ? lo : v;
+      y[i] = hi < low ? hi : low;
+    } else {
+      y[i] = T(1) / (T(1) + exp(-v));
+    }
+  }
+}
+
 template <class T>
 __global__ void concat_part_kernel(const T* x, T* out, std::int64_t outer, std::int64_t inner,
                                    std::int64_t out_inner, std::int64_t at) {
@@ -59,6 +77,13 @@ cudaError_t gemm_broadcast_c(cudaStream_t stream, const T* c, T* out, std::int64
 }
 
 template <class T>
+cudaError_t gemm_activation(cudaStream_t stream, T* y, std::int64_t n, int kind, T lo, T hi) {
+  if (n == 0) return cudaSuccess;
+  gemm_activation_kernel<<<blocks_for(n), threads, 0, stream>>>(y, n, kind, lo, hi);
+  return cudaGetLastError();
+}
+
+template <class T>
 cudaError_t concat_part(cudaStream_t stream, const T* x, T* out, std::int64_t outer, std::int64_t inner,
                         std::int64_t out_inner, std::int64_t at) {
   if (outer * inner == 0) return cudaSuccess;
@@ -70,6 +95,7 @@ cudaError_t concat_part(cudaStream_t stream, const T* x, T* out, std::int64_t ou
   template cudaError_t matrix_scale<T>(cudaStream_t, T*, std::int64_t, T);                                  \
   template cudaError_t gemm_broadcast_c<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t,          \
                                            std::int64_t, std::int64_t, T);                                  \
+  template cudaError_t gemm_activation<T>(cudaStream_t, T*, std::int64_t, int, T, T);                       \
   template cudaError_t concat_part<T>(cudaStream_t, const T*, T*, std::int64_t, std::int64_t, std::int64_t, \
                                       std::int64_t);
 FLUIDK_OPS_CUDA_SHAPE_INSTANTIATE(float)

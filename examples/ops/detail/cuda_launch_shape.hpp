@@ -18,6 +18,11 @@ template <class T>
 cudaError_t gemm_broadcast_c(cudaStream_t stream, const T* c, T* out, std::int64_t m, std::int64_t n,
                              std::int64_t row_stride, std::int64_t col_stride, T beta);
 
+// gemm's fused activation on y, n elements, in place: kind 1 relu, 2 clip to [lo, hi],
+// 3 sigmoid.
+template <class T>
+cudaError_t gemm_activation(cudaStream_t stream, T* y, std::int64_t n, int kind, T lo, T hi);
+
 // One input of a concatenation: x as [outer, inner] into out as [outer, out_inner], from
 // column `at` of each row.
 template <class T>

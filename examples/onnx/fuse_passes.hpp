@@ -1,0 +1,51 @@
+// Fuse passes: rewrites of an imported model's program (block 0) and weights before it runs,
+// as Paddle Inference's fuse passes do, so that a convolution or a gemm and what follows it run
+// as one operator (one oneDNN primitive with post-ops). Each pass is named, runs on its own, and
+// says how many fusions it made; run-onnx runs them all by default (--no-fuse switches one off).
+//
+//   conv_bn          conv2d, then batch_norm (is_test) on its output: the statistics folded
+//                    into a new Filter and Bias (computed in double, rounded to float)
+//   conv_bias        conv2d, then elementwise_add of a persistable bias per output channel
+//                    (the importer's Conv bias B): conv2d's Bias
+//   conv_residual    conv2d, then elementwise_add of its output and a value of the same dims
+//                    computed before the conv (or a graph input): conv2d's ResidualData
+//   conv_activation  conv2d, then relu, clip or sigmoid: conv2d's fuse_activation
+//   gemm_activation  gemm, then relu, clip or sigmoid: gemm's fuse_activation
+//
+// A pass fuses an operator with the one after it only where the first one's output has no other
+// reader and is no graph output, and both run at the same place with the same library
+// (op_device, use_onednn, use_cudnn). The fused operator writes the second one's output, keeps
+// the first one's attributes and names both nodes in its origin. Variables no operator uses any
+// more leave block 0, and weights no operator reads leave the model (a graph output stays).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "importer.hpp"
+
+namespace fluidk::onnx_import {
+
+// The passes' names, in the order fuse runs them.
+const std::vector<std::string>& fuse_pass_names();
+
+// Runs pass `name` on the model; returns the number of fusions it made. An unknown name is an
+// error listing the names.
+std::size_t run_fuse_pass(imported_model& model, std::string_view name);
+
+// One pass of fuse: its name, whether it ran, and the fusions it made.
+struct fuse_report {
+  std::string pass;
+  bool ran = false;
+  std::size_t fused = 0;
+};
+
+// Runs every pass whose name `off` does not hold, in the order of fuse_pass_names ("all" in
+// `off` switches every pass off); a report per pass, in that order.
+std::vector<fuse_report> fuse(imported_model& model, const std::set<std::string, std::less<>>& off);
+
+}  // namespace fluidk::onnx_import
