@@ -17,6 +17,8 @@
 #include <ops/ops.hpp>
 #include <random>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "ops_test_support.hpp"
@@ -34,7 +36,7 @@ std::mt19937& rng() {
 }
 
 Tensor random_tensor(const dims& shape) {
-  Tensor t(shape, data_type::float32, cpu_place, data_layout::nchw);
+  Tensor t(shape, data_type::float32, cpu_place, shape.rank() == 4 ? data_layout::nchw : data_layout::any);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng());
   return t;
@@ -51,7 +53,9 @@ std::vector<float> values(const Tensor& t) {
   Tensor h = t.place().host_accessible() ? t : copy_to(t, cpu_place);
   if (h.layout() != data_layout::any && h.layout() != data_layout::nchw)
     h = transform(h, kernel_key{cpu_place, h.dtype(), data_layout::nchw, library_type::plain});
-  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+  // Read through a const tensor: a mutable one's data() counts as a write to its storage.
+  const Tensor& read = h;
+  return std::vector<float>(read.data<float>(), read.data<float>() + read.numel());
 }
 
 // A kernel to check: where it runs, whether the call asks for oneDNN, and Input's layout.
@@ -388,6 +392,287 @@ TEST_CASE("conv2d on OpenCL, network-sized convolutions in reasonable time", "[o
     CHECK(r.shape == expected.shape);
     check_close(r.values, expected.values, 1e-4);
     CHECK(seconds < 10.0);
+  }
+}
+#endif
+
+// --- the fused conv2d: Bias, ResidualData and fuse_activation -------------------------------
+
+namespace {
+
+// What a fused conv2d adds, computed naively in double on the unfused result (NCHW values):
+// per output channel the bias, then the residual, then the activation.
+struct epilogue_case {
+  bool bias = false, residual = false;
+  std::string activation;  // "", "relu", "clip", "sigmoid"
+  float lo = 0, hi = 0;    // clip's
+
+  attribute_map attrs(attribute_map a) const {
+    if (!activation.empty()) a.set("fuse_activation", activation);
+    if (activation == "clip") {
+      a.set("fuse_alpha", lo);
+      a.set("fuse_beta", hi);
+    }
+    return a;
+  }
+  std::string text() const {
+    return std::string(bias ? "Bias " : "") + (residual ? "ResidualData " : "") + "act '" + activation + "'" +
+           (activation == "clip" ? " [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : "");
+  }
+  std::vector<float> apply(const reference_result& conv, const std::vector<float>& b,
+                           const std::vector<float>& r) const {
+    const std::int64_t oc = conv.shape[1], plane = conv.shape[2] * conv.shape[3];
+    std::vector<float> out(conv.values.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      double v = conv.values[i];
+      if (bias) v += b[std::size_t((std::int64_t(i) / plane) % oc)];
+      if (residual) v += r[i];
+      if (activation == "relu") v = v > 0 ? v : 0;
+      if (activation == "clip") {
+        const double low = v < lo ? lo : v;
+        v = hi < low ? hi : low;
+      }
+      if (activation == "sigmoid") v = 1 / (1 + std::exp(-v));
+      out[i] = float(v);
+    }
+    return out;
+  }
+};
+
+// Runs conv2d as `v` says with the optional inputs of `e`; Output's values in NCHW order.
+std::vector<float> run_fused(const variant& v, const Tensor& x, const Tensor& w, const Tensor& b,
+                             const Tensor& r, const epilogue_case& e, attribute_map attrs) {
+  REQUIRE(registered);
+  Scope scope;
+  scope.var("x").set(LoDTensor(
+      v.layout == data_layout::nchw
+          ? x
+          : transform(x, kernel_key{cpu_place, data_type::float32, v.layout, library_type::plain})));
+  scope.var("w").set(LoDTensor(w));
+  scope.var("b").set(LoDTensor(b));
+  scope.var("r").set(LoDTensor(r));
+  fluidk_test::slot_names in{{"Input", {"x"}}, {"Filter", {"w"}}};
+  if (e.bias) in.push_back({"Bias", {"b"}});
+  if (e.residual) in.push_back({"ResidualData", {"r"}});
+  if (v.use_onednn) attrs.set("use_onednn", true);
+  const kernel_choice choice =
+      fluidk_test::run_named(v.where, scope, "conv2d", in, {{"Output", {"y"}}}, e.attrs(attrs));
+  INFO(v.name << " chose " << choice.chosen.to_string());
+  CHECK(choice.chosen.place() == v.where);
+  CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
+  return values(scope.get("y").get<LoDTensor>());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "conv2d fused with Bias, ResidualData and each activation, every kernel, against the unfused result",
+    "[ops][conv2d][fused][onednn][opencl]") {
+  std::vector<conv_case> cases;
+  cases.push_back({1, 3, 7, 5, 4, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}});
+  cases.push_back({2, 5, 9, 8, 18, 3, 3, 1, {2, 2}, {1, 1}, {1, 0, 2, 1}});     // strided, OC not a block
+  cases.push_back({2, 4, 8, 9, 6, 3, 3, 2, {1, 2}, {1, 1}, {1, 1, 0, 2}});      // grouped
+  cases.push_back({1, 16, 10, 7, 16, 3, 3, 16, {2, 2}, {1, 1}, {1, 1, 1, 1}});  // depthwise, strided
+  cases.push_back({2, 32, 6, 6, 32, 1, 1});                                     // pointwise
+  std::vector<epilogue_case> epilogues;
+  for (const char* act : {"", "relu", "clip", "sigmoid"})
+    for (int mask = 0; mask < 4; ++mask)
+      epilogues.push_back({bool(mask & 1), bool(mask & 2), act, -0.3f, 0.4f});
+  epilogues.push_back({true, true, "clip", 0.5f, -0.5f});  // min above max: every value is max
+  epilogues.push_back({true, false, "clip", 0.f, 6.f});    // relu6
+  for (const conv_case& c : cases) {
+    const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+    const reference_result conv = reference(c, values(x), values(w));
+    const Tensor b = random_tensor({c.oc}), r = random_tensor(conv.shape);
+    const std::vector<float> r_before = values(r), b_before = values(b);
+    for (const epilogue_case& e : epilogues) {
+      const std::vector<float> expected = e.apply(conv, b_before, r_before);
+      std::vector<float> plain;
+      for (const variant& v : float_variants()) {
+        INFO(v.name << ": " << c.text() << ", " << e.text());
+        const std::vector<float> got = run_fused(v, x, w, b, r, e, c.attrs());
+        check_close(got, expected, 1e-4);
+        if (v.name == "CPU plain") plain = got;
+        if (v.where != cpu_place) check_close(got, plain, 1e-4);
+        // The inputs are read, never written.
+        CHECK(values(r) == r_before);
+        CHECK(values(b) == b_before);
+      }
+    }
+  }
+}
+
+TEST_CASE("conv2d refuses a bad Bias, ResidualData or fuse_activation, naming itself",
+          "[ops][conv2d][fused][errors]") {
+  REQUIRE(registered);
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor({1, 4, 5, 5})));
+  scope.var("w").set(LoDTensor(random_tensor({6, 4, 3, 3})));
+  scope.var("b").set(LoDTensor(random_tensor({6})));
+  scope.var("b5").set(LoDTensor(random_tensor({5})));
+  scope.var("b16").set(LoDTensor(random_tensor({1, 6})));
+  scope.var("r").set(LoDTensor(random_tensor({1, 6, 3, 3})));
+  scope.var("r_bad").set(LoDTensor(random_tensor({1, 6, 5, 5})));
+  const fluidk_test::slot_names out{{"Output", {"y"}}};
+  for (const variant& v : float_variants()) {
+    INFO(v.name);
+    attribute_map on;
+    if (v.use_onednn) on.set("use_onednn", true);
+    auto run = [&](const fluidk_test::slot_names& extra, attribute_map attrs) {
+      fluidk_test::slot_names in{{"Input", {"x"}}, {"Filter", {"w"}}};
+      in.insert(in.end(), extra.begin(), extra.end());
+      if (v.use_onednn) attrs.set("use_onednn", true);
+      fluidk_test::run_named(v.where, scope, "conv2d", in, out, attrs);
+    };
+    CHECK_THROWS_WITH(run({{"Bias", {"b5"}}}, {}),
+                      Catch::Contains("conv2d") && Catch::Contains("Bias must be [6]"));
+    CHECK_THROWS_WITH(run({{"Bias", {"b16"}}}, {}),
+                      Catch::Contains("conv2d") && Catch::Contains("Bias must be [6]"));
+    CHECK_THROWS_WITH(run({{"ResidualData", {"r_bad"}}}, {}),
+                      Catch::Contains("conv2d") && Catch::Contains("ResidualData must have Output's dims"));
+    CHECK_THROWS_WITH(run({}, {{"fuse_activation", std::string("tanh")}}),
+                      Catch::Contains("conv2d") && Catch::Contains("\"tanh\""));
+    CHECK_THROWS_WITH(run({}, {{"fuse_activation", std::string("clip")}, {"fuse_alpha", 0.f}}),
+                      Catch::Contains("conv2d") && Catch::Contains("fuse_beta"));
+    run({{"Bias", {"b"}}, {"ResidualData", {"r"}}}, {{"fuse_activation", std::string("relu")}});
+  }
+}
+
+#if FLUIDK_OPS_ONEDNN
+// --- the oneDNN kernel's cache ---------------------------------------------------------------
+
+namespace {
+
+// Runs the oneDNN kernel directly on a oneDNN context of the caller's (and so its cache),
+// Input in NCHW; Output as the kernel leaves it.
+Tensor onednn_conv(onednn_context& dnn, const Tensor& x, const Tensor& w, const attribute_map& attrs) {
+  static constexpr std::array<std::string_view, 4> in_names{"Input", "Filter", "Bias", "ResidualData"};
+  static constexpr std::array<std::string_view, 1> out_names{"Output"};
+  Tensor out;
+  kernel_arg ins[2] = {kernel_arg(&x), kernel_arg(&w)};
+  kernel_arg outs[1] = {kernel_arg(&out)};
+  const std::uint32_t in_offsets[5] = {0, 1, 2, 2, 2}, out_offsets[2] = {0, 1};
+  execution_context ctx(
+      "conv2d", in_names, out_names, dnn,
+      kernel_key{cpu_place, data_type::float32, data_layout::nchw, library_type_of<library::onednn>},
+      slot_args{ins, in_offsets}, slot_args{outs, out_offsets}, attrs);
+  ops::conv2d_onednn<float>{}(ctx);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d (oneDNN): a second call hits the cache; a filter written in place is prepared again",
+          "[ops][conv2d][onednn][cache]") {
+  onednn_cache cache;
+  onednn_context dnn(cache);
+  const conv_case c{1, 16, 9, 9, 32, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const Tensor x = random_tensor(c.input_dims());
+  Tensor w = random_tensor(c.filter_dims());
+
+  check_close(values(onednn_conv(dnn, x, w, c.attrs())), reference(c, values(x), values(w)).values, 1e-4);
+  const onednn_cache::statistics first = cache.stats();
+  CHECK(first.misses == 1);
+  CHECK(first.hits == 0);
+  CHECK(first.prepared_misses == 1);  // the filter, reordered into oneDNN's blocked format
+
+  check_close(values(onednn_conv(dnn, x, w, c.attrs())), reference(c, values(x), values(w)).values, 1e-4);
+  const onednn_cache::statistics second = cache.stats();
+  CHECK(second.misses == 1);
+  CHECK(second.hits == 1);
+  CHECK(second.prepared_misses == 1);
+  CHECK(second.prepared_hits == 1);
+
+  // Written in place through the same tensor: the kept reorder is stale, the result is new.
+  float* data = w.data<float>();
+  for (std::int64_t i = 0; i < w.numel(); ++i) data[i] = -2 * data[i] + 0.25f;
+  check_close(values(onednn_conv(dnn, x, w, c.attrs())), reference(c, values(x), values(w)).values, 1e-4);
+  const onednn_cache::statistics third = cache.stats();
+  CHECK(third.hits == 2);
+  CHECK(third.prepared_misses == 2);
+  CHECK(third.prepared_hits == 1);
+
+  // Another epilogue is another primitive.
+  attribute_map relu = c.attrs();
+  relu.set("fuse_activation", std::string("relu"));
+  onednn_conv(dnn, x, w, relu);
+  CHECK(cache.stats().misses == 2);
+}
+
+TEST_CASE("conv2d (oneDNN) on a bounded cache evicts and still computes right",
+          "[ops][conv2d][onednn][cache]") {
+  onednn_cache cache(3);
+  onednn_context dnn(cache);
+  const conv_case cases[] = {{1, 8, 7, 7, 16, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+                             {1, 16, 6, 5, 16, 1, 1},
+                             {1, 16, 9, 9, 16, 3, 3, 16, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+                             {2, 3, 8, 8, 8, 3, 3, 1, {2, 2}}};
+  std::vector<Tensor> xs, ws;
+  for (const conv_case& c : cases) {
+    xs.push_back(random_tensor(c.input_dims()));
+    ws.push_back(random_tensor(c.filter_dims()));
+  }
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+      INFO("round " << round << ": " << cases[i].text());
+      check_close(values(onednn_conv(dnn, xs[i], ws[i], cases[i].attrs())),
+                  reference(cases[i], values(xs[i]), values(ws[i])).values, 1e-4);
+      CHECK(cache.size() <= 3);
+    }
+  CHECK(cache.stats().evictions > 0);
+  CHECK(cache.stats().misses > std::size(cases));  // evicted primitives were made again
+}
+
+TEST_CASE("conv2d (oneDNN) from two threads at once, sharing one cache", "[ops][conv2d][onednn][cache]") {
+  onednn_cache cache;
+  const conv_case c{1, 16, 12, 12, 32, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+  const std::vector<float> expected = reference(c, values(x), values(w)).values;
+  std::vector<int> failures(2, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      onednn_context dnn(cache);  // a stream of its own, the cache shared
+      for (int i = 0; i < 8; ++i) {
+        const std::vector<float> got = values(onednn_conv(dnn, x, w, c.attrs()));
+        bool same = got.size() == expected.size();
+        for (std::size_t k = 0; same && k < got.size(); ++k)
+          same = std::abs(got[k] - expected[k]) <= 1e-4 * std::max(1.f, std::abs(expected[k]));
+        if (!same) ++failures[std::size_t(t)];
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == std::vector<int>{0, 0});
+  CHECK(cache.stats().hits + cache.stats().misses == 16);
+  CHECK(cache.stats().misses <= 2);
+}
+#endif
+
+#if FLUIDK_OPS_ONEDNN
+TEST_CASE("conv2d (oneDNN) fused: the lanes past the last channel of a blocked output stay zero",
+          "[ops][conv2d][onednn][fused]") {
+  // 18 channels fill two blocks of 8 or 16 only in part; sigmoid(0) and a clip above 0 are not
+  // zero, so an activation applied to the padding lanes would show there.
+  onednn_cache cache;
+  onednn_context dnn(cache);
+  const conv_case c{1, 16, 7, 7, 18, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+  for (const char* act : {"sigmoid", "clip"}) {
+    INFO(act);
+    attribute_map attrs = c.attrs();
+    attrs.set("fuse_activation", std::string(act));
+    attrs.set("fuse_alpha", 0.5f);
+    attrs.set("fuse_beta", 2.f);
+    const Tensor y = onednn_conv(dnn, x, w, attrs);
+    const std::int64_t block = y.layout() == data_layout_of<layout::nChw16c> ? 16 : 8;
+    REQUIRE((y.layout() == data_layout_of<layout::nChw16c> || y.layout() == data_layout_of<layout::nChw8c>));
+    const std::int64_t blocks = (c.oc + block - 1) / block, plane = 7 * 7;
+    const float* data = y.data<float>();
+    int nonzero = 0;
+    for (std::int64_t p = 0; p < plane; ++p)
+      for (std::int64_t lane = c.oc - (blocks - 1) * block; lane < block; ++lane)
+        if (data[((blocks - 1) * plane + p) * block + lane] != 0.f) ++nonzero;
+    CHECK(nonzero == 0);
   }
 }
 #endif

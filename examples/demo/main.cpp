@@ -2,8 +2,8 @@
 //
 //   words --lookup_table (CPU: the 100,000 x 64 table stays in host memory)--> emb
 //   emb --fc + relu (accelerator)--> hidden
-//   image --conv2d (CPU, oneDNN: leaves nChw8c data)--> feature
-//   feature --relu (accelerator: fluidk moves it nChw8c -> NCHW, then CPU -> accelerator)
+//   image --conv2d (CPU, oneDNN: leaves nChw16c data, nChw8c without AVX-512)--> feature
+//   feature --relu (accelerator: fluidk moves it to NCHW, then CPU -> accelerator)
 //           --fc (accelerator)--> image_context, the bias of the tagger's last fc
 //   hidden --fc (accelerator, + image_context)--> emission
 //   emission --crf_decoding (CPU only, inside the accelerator program)--> path

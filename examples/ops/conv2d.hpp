@@ -5,38 +5,55 @@
 // 1; "VALID": no padding), groups (default 1) and data_format ("NCHW" or "AnyLayout": the
 // dims are always [N, C, H, W], whatever the layout of the data).
 //
+// Fused (as run-onnx's fusion passes write it): Output = act(conv(Input, Filter) + Bias +
+// ResidualData), with the optional inputs Bias ([OC], Input's data type, added per output
+// channel) and ResidualData (Output's dims), and the attribute fuse_activation: "" (none),
+// "relu", "clip" (to [fuse_alpha, fuse_beta], both required) or "sigmoid". Inputs are only
+// read: ResidualData is never the output's storage.
+//
 // Kernels:
 //   CPU plain, float and double: im2col and a blocked GEMM, in NCHW (the kernel is declared
-//     for NCHW, so fluidk brings NHWC and blocked inputs to NCHW before it runs).
+//     for NCHW, so fluidk brings NHWC and blocked inputs to NCHW before it runs), then the
+//     epilogue in one pass over the output.
 //   CPU oneDNN, float: a convolution primitive created with the format `any` for source,
-//     weights and destination, so that oneDNN picks its blocked layouts. The kernel is
-//     declared for nChw8c and nChw16c: fluidk hands it the input in one of them (the one the
-//     input is already in when it is one of them) and the filter in its own layout
-//     (keep_layout_inputs), the kernel reorders what oneDNN asks for in another format (the
-//     weights, always), and leaves the output blocked: in the
-//     kernel's layout when one of oneDNN's implementations produces it, else in the other
-//     blocked layout; a plain operator that follows gets the layout transform from fluidk.
+//     weights and destination, so that oneDNN picks its blocked layouts; Bias as its bias,
+//     ResidualData as a sum post-op (reordered into the output first), the activation as an
+//     eltwise post-op. Primitive and reordered filter are kept in the context's oneDNN cache.
+//     The kernel is declared for NCHW, nChw8c and nChw16c: a blocked input stays in its
+//     layout; an NCHW one (a network's first convolution) is taken as it is and the output
+//     made in the blocked layout of oneDNN's fastest implementations on this CPU (nChw16c with
+//     AVX-512, nChw8c without), which the next convolutions then keep. The filter and the bias
+//     keep their layouts (keep_layout_inputs), the kernel reorders what oneDNN asks for in
+//     another format (the weights, always, once while the filter is unchanged), and leaves
+//     the output blocked: in the kernel's blocked layout when one of oneDNN's implementations
+//     produces it, else in the other blocked layout; a plain operator that follows gets the
+//     layout transform from fluidk.
 //   OpenCL, float: one work-item per output element, summing over its group's input channels
-//     and the taps in the order of a naive loop, in NCHW (the filter must arrive in row-major
-//     order: a filter kept in another layout is refused).
-//   CUDA cuDNN, float and double: cudnnConvolutionForward in NCHW (use_cudnn selects it, as
+//     and the taps in the order of a naive loop, then the epilogue, in NCHW (the filter must
+//     arrive in row-major order: a filter kept in another layout is refused).
+//   CUDA cuDNN, float and double: cudnnConvolutionForward in NCHW with descriptors and
+//     algorithm kept per device and shape, then an epilogue kernel (use_cudnn selects it, as
 //     in Fluid; without it a CUDA program falls back to the CPU kernel, reported once).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <boost/mp11/list.hpp>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ops/detail/common.hpp"
 #include "ops/detail/gemm.hpp"
+#include "ops/detail/network_activation.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
 #endif
@@ -45,8 +62,13 @@
 #endif
 #if FLUIDK_OPS_CUDA
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "ops/detail/cuda.hpp"
+#include "ops/detail/cuda_launch_spatial.hpp"
 #endif
 
 namespace fluidk::ops {
@@ -161,6 +183,96 @@ struct conv2d_geometry {
   }
 };
 
+// What a fused conv2d adds to the convolution, in this order (the contract of run-onnx's
+// fusion passes): Bias ([OC], Input's data type) per output channel, then ResidualData (of
+// Output's dims), then the activation fuse_activation names: "" (none), "relu", "clip"
+// (to [fuse_alpha, fuse_beta], both required) or "sigmoid", each computing what the relu,
+// clip and sigmoid operators compute.
+struct conv2d_epilogue {
+  // The values are the CUDA launcher's kinds (cuda_launch::conv2d_epilogue_f32 and _f64).
+  enum activation_kind : int { none = 0, relu = 1, clip = 2, sigmoid = 3 };
+  bool bias = false, residual = false;
+  activation_kind activation = none;
+  float lo = 0, hi = 0;  // clip's bounds
+
+  bool empty() const { return !bias && !residual && activation == none; }
+
+  static conv2d_epilogue of(const execution_context& ctx, const conv2d_geometry& g, const Tensor& input) {
+    using detail::require;
+    conv2d_epilogue e;
+    e.bias = detail::has_input(ctx, "Bias");
+    if (e.bias) {
+      const Tensor& b = ctx.input("Bias");
+      require(b.dims() == dims{g.oc}, ctx,
+              "Bias must be [" + std::to_string(g.oc) + "] (one value per output channel), not " +
+                  b.dims().to_string());
+      require(b.dtype() == input.dtype(), ctx,
+              "Bias holds " + std::string(name_of(b.dtype())) + ", not Input's " +
+                  std::string(name_of(input.dtype())));
+    }
+    e.residual = detail::has_input(ctx, "ResidualData");
+    if (e.residual) {
+      const Tensor& r = ctx.input("ResidualData");
+      require(r.dims() == g.output_dims(), ctx,
+              "ResidualData must have Output's dims " + g.output_dims().to_string() + ", not " +
+                  r.dims().to_string());
+      require(r.dtype() == input.dtype(), ctx,
+              "ResidualData holds " + std::string(name_of(r.dtype())) + ", not Input's " +
+                  std::string(name_of(input.dtype())));
+    }
+    const std::string name = ctx.attributes().get_or<std::string>("fuse_activation", "", ctx.op_type());
+    if (name == "relu") {
+      e.activation = relu;
+    } else if (name == "sigmoid") {
+      e.activation = sigmoid;
+    } else if (name == "clip") {
+      e.activation = clip;
+      require(ctx.attributes().find("fuse_alpha") != nullptr && ctx.attributes().find("fuse_beta") != nullptr,
+              ctx, "fuse_activation \"clip\" needs attributes 'fuse_alpha' (min) and 'fuse_beta' (max)");
+      e.lo = detail::number_attr_as<float>(ctx, "fuse_alpha", 0.f);
+      e.hi = detail::number_attr_as<float>(ctx, "fuse_beta", 0.f);
+      require(!std::isnan(e.lo) && !std::isnan(e.hi), ctx, "attribute 'fuse_alpha' or 'fuse_beta' is NaN");
+    } else if (!name.empty()) {
+      detail::fail(ctx, "attribute 'fuse_activation' is \"" + name +
+                            "\"; conv2d takes \"\" (none), \"relu\", \"clip\" or \"sigmoid\"");
+    }
+    return e;
+  }
+
+  template <class T>
+  T activate(T v) const {
+    switch (activation) {
+      case relu:
+        return detail::relu_of(v);
+      case clip:
+        return detail::activation_clip_of(v, T(lo), T(hi));
+      case sigmoid:
+        return detail::activation_sigmoid_of(v);
+      case none:
+        break;
+    }
+    return v;
+  }
+
+  // On the host, over an NCHW output: y = act(y + bias[channel] + residual), one pass.
+  template <class T>
+  void apply(const conv2d_geometry& g, T* y, const T* bias_data, const T* residual_data) const {
+    if (empty()) return;
+    const std::int64_t plane = g.oh * g.ow;
+    for (std::int64_t row = 0; row < g.n * g.oc; ++row) {
+      const T b = bias ? bias_data[row % g.oc] : T(0);
+      T* out = y + row * plane;
+      const T* r = residual ? residual_data + row * plane : nullptr;
+      for (std::int64_t i = 0; i < plane; ++i) {
+        T v = out[i];
+        if (bias) v += b;
+        if (residual) v += r[i];
+        out[i] = activate(v);
+      }
+    }
+  }
+};
+
 namespace detail {
 // The columns of one group of one image: row (c, ki, kj), column (y, x) holds the input
 // pixel under filter tap (ki, kj) at output position (y, x), zero in the padding.
@@ -198,6 +310,7 @@ struct conv2d_cpu {
     const Tensor input = detail::row_major(detail::input(ctx, "Input"));
     const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    const conv2d_epilogue epilogue = conv2d_epilogue::of(ctx, g, input);
     Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
     const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, taps = cg * g.kh * g.kw;
     // The output holds plane elements per channel where there is one; without an image or
@@ -218,6 +331,11 @@ struct conv2d_cpu {
         detail::gemm<T>(ocg, plane, taps, w + group * ocg * taps, taps, col.data(), plane,
                         y + (n * g.oc + group * ocg) * plane, plane);
       }
+    // Const: the inputs are read only (a mutable Tensor's data() would move its version).
+    const Tensor bias = epilogue.bias ? detail::row_major(ctx.input("Bias")) : Tensor();
+    const Tensor residual = epilogue.residual ? detail::row_major(ctx.input("ResidualData")) : Tensor();
+    epilogue.apply<T>(g, y, epilogue.bias ? bias.data<T>() : nullptr,
+                      epilogue.residual ? residual.data<T>() : nullptr);
     ctx.set_output("Output", std::move(out));
   }
 };
@@ -228,13 +346,14 @@ template <class T>
 struct conv2d_onednn {
   using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN conv2d kernel computes in float");
-  using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
+  using layouts = boost::mp11::mp_list<layout::nchw, layout::nChw8c, layout::nChw16c>;
 
   void operator()(execution_context& ctx) const {
     using dnnl::memory;
     const Tensor& input = detail::input(ctx, "Input");
     const Tensor& filter = detail::input(ctx, "Filter");
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    const conv2d_epilogue epilogue = conv2d_epilogue::of(ctx, g, input);
     // oneDNN makes no primitive of an empty dimension: the plain kernel's result, in NCHW, an
     // empty output or (an input without channels or pixels, padded) zeros.
     if (input.numel() == 0 || g.oc == 0) return conv2d_cpu<T>{}(ctx);
@@ -249,11 +368,12 @@ struct conv2d_onednn {
     detail::onednn_key key("conv2d.fwd");
     key << g.n << g.c << g.h << g.w << g.oc << g.kh << g.kw << g.groups << g.strides[0] << g.strides[1]
         << g.dilations[0] << g.dilations[1] << g.paddings[0] << g.paddings[1] << g.paddings_end[0]
-        << g.paddings_end[1] << input.layout() << ctx.kernel().layout();
+        << g.paddings_end[1] << input.layout() << ctx.kernel().layout() << epilogue.bias << epilogue.residual
+        << int(epilogue.activation) << epilogue.lo << epilogue.hi;
     const auto kept = detail::kept_primitive<dnnl::convolution_forward>(
-        dnn, key, [&] { return choose(g, input.layout(), ctx.kernel().layout(), dnn); });
+        dnn, key, [&] { return choose(g, epilogue, input.layout(), ctx.kernel().layout(), dnn); });
     const dnnl::convolution_forward::primitive_desc& pd = kept->pd;
-    // The source as fluidk gave it (nChw8c or nChw16c), reordered if oneDNN wants another.
+    // The source as fluidk gave it (NCHW, nChw8c or nChw16c), reordered if oneDNN wants another.
     memory src = detail::reordered(detail::onednn_memory_of(input, dnn.engine()), pd.src_desc(), dnn);
     // The weights in the format oneDNN asks for. A grouped filter is made row-major first,
     // so that the group can be split off as a leading dimension of the same storage.
@@ -279,8 +399,23 @@ struct conv2d_onednn {
                chosen != data_layout::any ? chosen : kernel_layout);
     memory dst = detail::onednn_memory_of(out, dnn.engine());
     memory result = chosen != data_layout::any ? dst : memory(pd.dst_desc(), dnn.engine());
-    kept->primitive.execute(dnn.stream(),
-                            {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}});
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, result}};
+    // Const: the inputs are read only (a mutable Tensor's data() would move its version).
+    const Tensor bias = epilogue.bias ? detail::row_major(ctx.input("Bias")) : Tensor();
+    if (epilogue.bias)
+      args.emplace(DNNL_ARG_BIAS, detail::reordered(detail::onednn_plain_memory(bias, {g.oc}, dnn.engine()),
+                                                    pd.bias_desc(), dnn));
+    // The sum post-op adds what the destination holds: ResidualData's content, copied into
+    // the output (reordered where its layout differs), never the input itself.
+    if (epilogue.residual) {
+      memory residual = detail::onednn_memory_of(ctx.input("ResidualData"), dnn.engine());
+      if (residual.get_desc() == result.get_desc())
+        std::memcpy(result.get_data_handle(), residual.get_data_handle(), result.get_desc().get_size());
+      else
+        dnnl::reorder(residual, result).execute(dnn.stream(), residual, result);
+    }
+    kept->primitive.execute(dnn.stream(), args);
     if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
     dnn.wait();
     ctx.set_output("Output", std::move(out));
@@ -290,28 +425,54 @@ struct conv2d_onednn {
   using pd_type = dnnl::convolution_forward::primitive_desc;
 
   // The blocked layout the kernel runs as (nChw8c or nChw16c): its key's, else the input's.
+  // A plain input (NCHW, NHWC, ANY) is reordered by the kernel into the blocked layout of
+  // oneDNN's fastest implementations on this CPU: nChw16c where it has AVX-512 (its AVX-512
+  // convolutions produce it), nChw8c otherwise (its AVX2 ones).
   static data_layout blocked_layout(data_layout kernel, data_layout input) {
     if (kernel == data_layout_of<layout::nChw8c> || kernel == data_layout_of<layout::nChw16c>) return kernel;
-    return input == data_layout_of<layout::nChw16c> ? data_layout_of<layout::nChw16c>
-                                                    : data_layout_of<layout::nChw8c>;
+    if (input == data_layout_of<layout::nChw8c> || input == data_layout_of<layout::nChw16c>) return input;
+    static const bool avx512 = [] {
+      const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+      const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+      return (isa & core) == core;
+    }();
+    return avx512 ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>;
   }
 
-  static dnnl::convolution_forward::desc make_desc(const conv2d_geometry& g,
+  static dnnl::convolution_forward::desc make_desc(const conv2d_geometry& g, bool bias,
                                                    dnnl::memory::format_tag data_format) {
     using dnnl::memory;
     const auto f32 = memory::data_type::f32;
     const memory::dims wei_dims = g.groups == 1
                                       ? memory::dims{g.oc, g.c, g.kh, g.kw}
                                       : memory::dims{g.groups, g.oc / g.groups, g.c / g.groups, g.kh, g.kw};
-    return {dnnl::prop_kind::forward_inference,
-            dnnl::algorithm::convolution_direct,
-            memory::desc({g.n, g.c, g.h, g.w}, f32, data_format),
-            memory::desc(wei_dims, f32, memory::format_tag::any),
-            memory::desc({g.n, g.oc, g.oh, g.ow}, f32, data_format),
-            {g.strides[0], g.strides[1]},
-            {g.dilations[0] - 1, g.dilations[1] - 1},
-            {g.paddings[0], g.paddings[1]},
-            {g.paddings_end[0], g.paddings_end[1]}};
+    const memory::desc src({g.n, g.c, g.h, g.w}, f32, data_format),
+        weights(wei_dims, f32, memory::format_tag::any), dst({g.n, g.oc, g.oh, g.ow}, f32, data_format);
+    const memory::dims strides{g.strides[0], g.strides[1]}, dilations{g.dilations[0] - 1, g.dilations[1] - 1},
+        begin{g.paddings[0], g.paddings[1]}, end{g.paddings_end[0], g.paddings_end[1]};
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto direct = dnnl::algorithm::convolution_direct;
+    if (bias)
+      return {prop, direct,  src,       weights, memory::desc({g.oc}, f32, memory::format_tag::a),
+              dst,  strides, dilations, begin,   end};
+    return {prop, direct, src, weights, dst, strides, dilations, begin, end};
+  }
+
+  // The residual as a sum post-op (the destination holds it when the primitive runs), then
+  // the activation as an eltwise post-op. oneDNN's clip returns min where min is above max;
+  // clip to [max, max] gives what the comparisons give there: max.
+  static dnnl::primitive_attr post_ops_of(const conv2d_epilogue& e) {
+    dnnl::post_ops post;
+    if (e.residual) post.append_sum(1.f);
+    if (e.activation == conv2d_epilogue::relu)
+      post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (e.activation == conv2d_epilogue::sigmoid)
+      post.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    if (e.activation == conv2d_epilogue::clip)
+      post.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, e.lo > e.hi ? e.hi : e.lo, e.hi);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(post);
+    return attr;
   }
 
   // The primitive: created with the format `any` for source, weights and destination, and
@@ -321,24 +482,25 @@ struct conv2d_onednn {
   // implementation first, and nChw16c to nChw8c). When none does, source and destination
   // are asked for in the kernel's blocked layout; when oneDNN cannot do that either, its
   // first choice stands (and the output is reordered into the kernel's layout).
-  static pd_type choose(const conv2d_geometry& g, data_layout input, data_layout kernel,
-                        onednn_context& dnn) {
+  static pd_type choose(const conv2d_geometry& g, const conv2d_epilogue& e, data_layout input,
+                        data_layout kernel, onednn_context& dnn) {
     const dnnl::memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};
     const data_layout wanted = blocked_layout(kernel, input);
+    const dnnl::primitive_attr attr = post_ops_of(e);
     // (The descriptions outlive the walks: oneDNN's iterator reads them on each step.)
-    const dnnl::convolution_forward::desc any = make_desc(g, dnnl::memory::format_tag::any);
+    const dnnl::convolution_forward::desc any = make_desc(g, e.bias, dnnl::memory::format_tag::any);
     for (const data_layout target :
          {wanted, wanted == data_layout_of<layout::nChw8c> ? data_layout_of<layout::nChw16c>
                                                            : data_layout_of<layout::nChw8c>}) {
-      pd_type walk(any, dnn.engine());
+      pd_type walk(any, attr, dnn.engine());
       do {
         if (detail::fluidk_layout_of(walk.dst_desc(), dst_dims, {target}) == target) return walk;
       } while (walk.next_impl());
     }
-    const dnnl::convolution_forward::desc in_kernel_layout = make_desc(g, onednn_format(wanted));
-    const pd_type forced(in_kernel_layout, dnn.engine(), true);
+    const dnnl::convolution_forward::desc in_kernel_layout = make_desc(g, e.bias, onednn_format(wanted));
+    const pd_type forced(in_kernel_layout, attr, dnn.engine(), true);
     if (forced) return forced;
-    return {any, dnn.engine()};
+    return {any, attr, dnn.engine()};
   }
 };
 
@@ -369,7 +531,9 @@ long fluidk_end_tap(long start, long size, long dilation, long taps) {
 __kernel void conv2d_f32(__global const float* x, ulong x_off, __global const float* w, ulong w_off,
                          __global float* y, ulong plane, ulong planes, long c, long h, long wd,
                          long oc, long kh, long kw, long ow, long cg, long ocg, long sh, long sw,
-                         long ph, long pw, long dh, long dw) {
+                         long ph, long pw, long dh, long dw, __global const float* b, ulong b_off,
+                         int has_bias, __global const float* r, ulong r_off, int has_residual,
+                         int activation, float lo, float hi) {
   const size_t e = get_global_id(0);
   const size_t row = get_global_id(1);
   if (e >= plane || row >= planes) return;
@@ -388,6 +552,17 @@ __kernel void conv2d_f32(__global const float* x, ulong x_off, __global const fl
     long in_row = in_ch, f_row = f_ch;
     for (long ky = ky0; ky < ky1; ++ky, in_row += row_step, f_row += kw)
       for (long kx = kx0; kx < kx1; ++kx) sum += x[in_row + kx * dw] * w[f_row + kx];
+  }
+  // The epilogue, as conv2d_epilogue::apply computes it (the kinds are its activation_kind).
+  if (has_bias) sum += b[b_off + channel];
+  if (has_residual) sum += r[r_off + row * plane + e];
+  if (activation == 1) {
+    sum = sum > 0.0f ? sum : 0.0f;
+  } else if (activation == 2) {
+    const float low = sum < lo ? lo : sum;
+    sum = hi < low ? hi : low;
+  } else if (activation == 3) {
+    sum = 1.0f / (1.0f + exp(-sum));
   }
   y[row * plane + e] = sum;
 }
@@ -411,23 +586,39 @@ struct conv2d_opencl {
                     "ANY or NCHW), not " +
                         std::string(name_of(filter.layout())) + "; give it in row-major order");
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    const conv2d_epilogue epilogue = conv2d_epilogue::of(ctx, g, input);
+    // Bias and ResidualData arrive row-major ([OC]; ResidualData in the kernel's NCHW).
+    const Tensor* bias = epilogue.bias ? &ctx.input("Bias") : nullptr;
+    const Tensor* residual = epilogue.residual ? &ctx.input("ResidualData") : nullptr;
+    for (const Tensor* t : {bias, residual})
+      detail::require(t == nullptr || detail::row_major_order(t->layout()), ctx,
+                      "the OpenCL kernel takes Bias and ResidualData in row-major order, not " +
+                          std::string(t == nullptr ? "" : name_of(t->layout())));
     Tensor out(g.output_dims(), data_type::float32, ctx.place(), data_layout::nchw);
     // Without an image or an output channel, oh * ow need not fit an integer: nothing to launch.
     if (out.numel() == 0) return ctx.set_output("Output", std::move(out));
     const std::int64_t plane = g.oh * g.ow, planes = g.n * g.oc;
-    if (input.numel() == 0) {
+    if (input.numel() == 0 && epilogue.empty()) {
       // No input channel or pixel (all padding): every sum is empty. No buffer to bind.
       detail::opencl_launch(ctx, "fill_f32", std::size_t(out.numel()), 1, detail::cl_buffer(out), 0.0f,
                             cl_ulong(out.numel()));
       return ctx.set_output("Output", std::move(out));
     }
+    // An empty input has no buffer: the output's is bound in its place, never read (every
+    // sum is empty). So is an input left out.
+    const detail::cl_view<float> x_arg =
+        input.numel() == 0 ? detail::cl_view<float>{detail::cl_buffer(out), 0} : detail::cl_arg<float>(input);
+    const detail::cl_view<float> bias_arg = bias != nullptr ? detail::cl_arg<float>(*bias) : x_arg;
+    const detail::cl_view<float> residual_arg =
+        residual != nullptr ? detail::cl_arg<float>(*residual) : x_arg;
     detail::opencl_launch_from(
-        ctx, conv2d_opencl_source, "conv2d_f32", std::size_t(plane), std::size_t(planes),
-        detail::cl_arg<float>(input), detail::cl_arg<float>(filter), detail::cl_buffer(out), cl_ulong(plane),
+        ctx, conv2d_opencl_source, "conv2d_f32", std::size_t(plane), std::size_t(planes), x_arg,
+        filter.numel() == 0 ? x_arg : detail::cl_arg<float>(filter), detail::cl_buffer(out), cl_ulong(plane),
         cl_ulong(planes), cl_long(g.c), cl_long(g.h), cl_long(g.w), cl_long(g.oc), cl_long(g.kh),
         cl_long(g.kw), cl_long(g.ow), cl_long(g.c / g.groups), cl_long(g.oc / g.groups),
         cl_long(g.strides[0]), cl_long(g.strides[1]), cl_long(g.paddings[0]), cl_long(g.paddings[1]),
-        cl_long(g.dilations[0]), cl_long(g.dilations[1]));
+        cl_long(g.dilations[0]), cl_long(g.dilations[1]), bias_arg, cl_int(epilogue.bias), residual_arg,
+        cl_int(epilogue.residual), cl_int(epilogue.activation), epilogue.lo, epilogue.hi);
     ctx.set_output("Output", std::move(out));
   }
 };
@@ -441,8 +632,10 @@ inline constexpr auto conv2d_opencl_kernels = no_kernels();
 #endif
 
 #if FLUIDK_OPS_CUDA
-// cuDNN: the forward convolution in NCHW, with the fastest algorithm cuDNN's heuristics
-// report for the shapes and a workspace allocated on the device for the call.
+// cuDNN: the forward convolution in NCHW, with the fastest full-precision algorithm cuDNN's
+// heuristics report for the shapes; descriptors, algorithm and workspace size are made once
+// per device and shape and kept. The epilogue (Bias, ResidualData, the activation) is one
+// kernel over the output after it.
 template <class T>
 struct conv2d_cudnn {
   using dtype = T;
@@ -453,6 +646,7 @@ struct conv2d_cudnn {
     const Tensor input = detail::row_major(detail::input(ctx, "Input"));
     const Tensor filter = detail::row_major(detail::input(ctx, "Filter"));
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
+    const conv2d_epilogue epilogue = conv2d_epilogue::of(ctx, g, input);
     Tensor out(g.output_dims(), data_type_of<T>, ctx.place(), data_layout::nchw);
     if (out.numel() > 0 &&
         g.c == 0)  // no input channel: zeros, as the CPU kernel gives (cuDNN refuses C = 0)
@@ -461,62 +655,116 @@ struct conv2d_cudnn {
           "cudaMemsetAsync");
     else if (out.numel() > 0)
       run(ctx, call, g, input, filter, out);
+    if (out.numel() > 0 && !epilogue.empty()) {
+      const Tensor bias = epilogue.bias ? detail::row_major(ctx.input("Bias")) : Tensor();
+      const Tensor residual = epilogue.residual ? detail::row_major(ctx.input("ResidualData")) : Tensor();
+      const T* b = epilogue.bias ? detail::device_data<T>(bias) : nullptr;
+      const T* r = epilogue.residual ? detail::device_data<T>(residual) : nullptr;
+      const int kind = int(epilogue.activation);
+      cudaError_t status;
+      if constexpr (std::is_same_v<T, float>)
+        status =
+            cuda_launch::conv2d_epilogue_f32(call.stream(), detail::device_data<T>(out), b, r, out.numel(),
+                                             g.oc, g.oh * g.ow, kind, epilogue.lo, epilogue.hi);
+      else
+        status =
+            cuda_launch::conv2d_epilogue_f64(call.stream(), detail::device_data<T>(out), b, r, out.numel(),
+                                             g.oc, g.oh * g.ow, kind, epilogue.lo, epilogue.hi);
+      detail::cuda_require(status, ctx, "the conv2d epilogue kernel");
+    }
     ctx.set_output("Output", std::move(out));
   }
 
  private:
-  // cuDNN's descriptors, destroyed with the call.
-  struct descriptors {
+  // cuDNN's descriptors of one shape on one device, with the algorithm chosen for them and
+  // its workspace size; made once and kept (cached()), destroyed with the process.
+  struct plan {
     cudnnTensorDescriptor_t x = nullptr, y = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
-    ~descriptors() {
+    cudnnConvolutionFwdAlgo_t algo{};
+    std::size_t workspace_bytes = 0;
+    plan() = default;
+    plan(const plan&) = delete;
+    plan& operator=(const plan&) = delete;
+    ~plan() {
       if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
       if (w != nullptr) cudnnDestroyFilterDescriptor(w);
       if (y != nullptr) cudnnDestroyTensorDescriptor(y);
       if (x != nullptr) cudnnDestroyTensorDescriptor(x);
     }
   };
+  // The key: the device and every size that defines the plan (T is the struct's own).
+  using plan_key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                              std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                              std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
-  static void run(const execution_context& ctx, detail::cuda_call& call, const conv2d_geometry& g,
-                  const Tensor& input, const Tensor& filter, Tensor& out) {
+  // The plan of these shapes on this device: made on the first call (under the cache's lock,
+  // so each is made once), then shared; a plan is only read after it is made. A handful of
+  // shapes per network, so the map is not bounded.
+  static std::shared_ptr<const plan> cached(const execution_context& ctx, detail::cuda_call& call,
+                                            const conv2d_geometry& g) {
+    static std::mutex mutex;
+    static std::map<plan_key, std::shared_ptr<const plan>> plans;
+    const plan_key key{call.cuda.device(),
+                       g.n,
+                       g.c,
+                       g.h,
+                       g.w,
+                       g.oc,
+                       g.kh,
+                       g.kw,
+                       g.groups,
+                       g.strides[0],
+                       g.strides[1],
+                       g.dilations[0],
+                       g.dilations[1],
+                       g.paddings[0],
+                       g.paddings[1]};
+    const std::lock_guard lock(mutex);
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+    std::shared_ptr<const plan> made = make_plan(ctx, call, g);
+    plans.emplace(key, made);
+    return made;
+  }
+
+  static std::shared_ptr<const plan> make_plan(const execution_context& ctx, detail::cuda_call& call,
+                                               const conv2d_geometry& g) {
     using detail::cudnn_require;
     constexpr cudnnDataType_t type = std::is_same_v<T, float> ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
     auto i32 = [&](std::int64_t v) {
       detail::require(v <= std::numeric_limits<int>::max(), ctx, "a size exceeds cuDNN's int range");
       return int(v);
     };
-    descriptors d;
-    cudnn_require(cudnnCreateTensorDescriptor(&d.x), ctx, "cudnnCreateTensorDescriptor");
-    cudnn_require(cudnnCreateTensorDescriptor(&d.y), ctx, "cudnnCreateTensorDescriptor");
-    cudnn_require(cudnnCreateFilterDescriptor(&d.w), ctx, "cudnnCreateFilterDescriptor");
-    cudnn_require(cudnnCreateConvolutionDescriptor(&d.conv), ctx, "cudnnCreateConvolutionDescriptor");
+    auto d = std::make_shared<plan>();
+    cudnn_require(cudnnCreateTensorDescriptor(&d->x), ctx, "cudnnCreateTensorDescriptor");
+    cudnn_require(cudnnCreateTensorDescriptor(&d->y), ctx, "cudnnCreateTensorDescriptor");
+    cudnn_require(cudnnCreateFilterDescriptor(&d->w), ctx, "cudnnCreateFilterDescriptor");
+    cudnn_require(cudnnCreateConvolutionDescriptor(&d->conv), ctx, "cudnnCreateConvolutionDescriptor");
     cudnn_require(
-        cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ctx,
-        "cudnnSetTensor4dDescriptor (Input)");
+        cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.c), i32(g.h), i32(g.w)),
+        ctx, "cudnnSetTensor4dDescriptor (Input)");
     cudnn_require(
-        cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.oc), i32(g.oh), i32(g.ow)),
+        cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, type, i32(g.n), i32(g.oc), i32(g.oh), i32(g.ow)),
         ctx, "cudnnSetTensor4dDescriptor (Output)");
-    cudnn_require(cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, i32(g.oc), i32(g.c / g.groups),
+    cudnn_require(cudnnSetFilter4dDescriptor(d->w, type, CUDNN_TENSOR_NCHW, i32(g.oc), i32(g.c / g.groups),
                                              i32(g.kh), i32(g.kw)),
                   ctx, "cudnnSetFilter4dDescriptor");
-    detail::require(g.paddings == g.paddings_end, ctx,
-                    "cuDNN pads both sides of an axis alike: these paddings (as SAME gives for this shape, "
-                    "or four given) differ, which the CPU kernels take");
-    cudnn_require(cudnnSetConvolution2dDescriptor(d.conv, i32(g.paddings[0]), i32(g.paddings[1]),
+    cudnn_require(cudnnSetConvolution2dDescriptor(d->conv, i32(g.paddings[0]), i32(g.paddings[1]),
                                                   i32(g.strides[0]), i32(g.strides[1]), i32(g.dilations[0]),
                                                   i32(g.dilations[1]), CUDNN_CROSS_CORRELATION, type),
                   ctx, "cudnnSetConvolution2dDescriptor");
-    cudnn_require(cudnnSetConvolutionGroupCount(d.conv, i32(g.groups)), ctx, "cudnnSetConvolutionGroupCount");
+    cudnn_require(cudnnSetConvolutionGroupCount(d->conv, i32(g.groups)), ctx,
+                  "cudnnSetConvolutionGroupCount");
     // Full-precision arithmetic: the default math type lets cuDNN pick TF32 tensor-core
     // algorithms for float on Ampere and later (a 10-bit mantissa), unlike the CPU kernels.
-    cudnn_require(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH), ctx, "cudnnSetConvolutionMathType");
+    cudnn_require(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH), ctx, "cudnnSetConvolutionMathType");
 
     cudnnHandle_t handle = call.cuda.cudnn();
     const auto lock = call.cuda.lock_cudnn();
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
-    cudnn_require(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y,
+    cudnn_require(cudnnGetConvolutionForwardAlgorithm_v7(handle, d->x, d->w, d->conv, d->y,
                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
                   ctx, "cudnnGetConvolutionForwardAlgorithm_v7");
     // The fastest algorithm that computes in full precision (no tensor-op math type).
@@ -526,18 +774,30 @@ struct conv2d_cudnn {
             perf[pick].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
       ++pick;
     detail::require(pick < found, ctx, "cuDNN has no forward algorithm for these shapes");
-    const cudnnConvolutionFwdAlgo_t algo = perf[pick].algo;
-    std::size_t workspace_bytes = 0;
-    cudnn_require(
-        cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo, &workspace_bytes), ctx,
-        "cudnnGetConvolutionForwardWorkspaceSize");
-    Tensor workspace({std::int64_t(workspace_bytes)}, data_type::uint8, ctx.place());
+    d->algo = perf[pick].algo;
+    cudnn_require(cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y, d->algo,
+                                                          &d->workspace_bytes),
+                  ctx, "cudnnGetConvolutionForwardWorkspaceSize");
+    return d;
+  }
+
+  static void run(const execution_context& ctx, detail::cuda_call& call, const conv2d_geometry& g,
+                  const Tensor& input, const Tensor& filter, Tensor& out) {
+    // (The plan's key holds one padding per axis.)
+    detail::require(g.paddings == g.paddings_end, ctx,
+                    "cuDNN pads both sides of an axis alike: these paddings (as SAME gives for this shape, "
+                    "or four given) differ, which the CPU kernels take");
+    const std::shared_ptr<const plan> d = cached(ctx, call, g);
+    // The workspace is the call's own (two threads may run the same plan at once).
+    Tensor workspace({std::int64_t(d->workspace_bytes)}, data_type::uint8, ctx.place());
+    cudnnHandle_t handle = call.cuda.cudnn();
+    const auto lock = call.cuda.lock_cudnn();
     const T alpha = 1, beta = 0;
-    cudnn_require(
-        cudnnConvolutionForward(handle, &alpha, d.x, detail::device_data<T>(input), d.w,
-                                detail::device_data<T>(filter), d.conv, algo,
-                                workspace_bytes > 0 ? detail::device_data<std::uint8_t>(workspace) : nullptr,
-                                workspace_bytes, &beta, d.y, detail::device_data<T>(out)),
+    detail::cudnn_require(
+        cudnnConvolutionForward(
+            handle, &alpha, d->x, detail::device_data<T>(input), d->w, detail::device_data<T>(filter),
+            d->conv, d->algo, d->workspace_bytes > 0 ? detail::device_data<std::uint8_t>(workspace) : nullptr,
+            d->workspace_bytes, &beta, d->y, detail::device_data<T>(out)),
         ctx, "cudnnConvolutionForward");
     // The workspace is freed when this returns: wait for the convolution that uses it.
     call.cuda.wait();
@@ -555,15 +815,16 @@ inline constexpr auto conv2d_cudnn_kernels = no_kernels();
 
 struct conv2d {
   static constexpr std::string_view name = "conv2d";
-  static constexpr std::array<std::string_view, 2> inputs{"Input", "Filter"};
+  static constexpr std::array<std::string_view, 4> inputs{"Input", "Filter", "Bias", "ResidualData"};
   static constexpr std::array<std::string_view, 1> outputs{"Output"};
   // Where the expected kernel type has no kernel (use_onednn with double data or in a build
   // without oneDNN; use_cudnn without cuDNN; a device without conv kernels), the CPU kernel
   // of the same data type runs, counted and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  // The filter is moved and cast like any input but keeps its layout: the blocked layout of
-  // a oneDNN kernel describes its activations, and the kernel reorders the weights itself.
-  static constexpr std::array<std::string_view, 1> keep_layout_inputs{"Filter"};
+  // The filter and the bias are moved and cast like any input but keep their layouts: the
+  // blocked layout of a oneDNN kernel describes its activations, and the kernel reorders the
+  // weights itself. ResidualData, like Input, arrives in the kernel's layout.
+  static constexpr std::array<std::string_view, 2> keep_layout_inputs{"Filter", "Bias"};
   static constexpr auto kernels = fluidk::make_kernels(
       fluidk::kernels_on<cpu>(conv2d_cpu<float>{}, conv2d_cpu<double>{}), detail::conv2d_onednn_kernels,
       detail::conv2d_cudnn_kernels, detail::conv2d_opencl_kernels);

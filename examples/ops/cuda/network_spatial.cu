@@ -43,7 +43,49 @@ __global__ void sigmoid_kernel(const float* x, float* y, std::int64_t n) {
     y[i] = 1.0f / (1.0f + expf(-x[i]));
 }
 
+// y = act(y + bias[c] + residual): the comparisons of activation_clip_of and relu_of.
+template <class T>
+__global__ void conv2d_epilogue_kernel(T* y, const T* bias, const T* residual, std::int64_t n,
+                                       std::int64_t channels, std::int64_t plane, int activation, T lo,
+                                       T hi) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(blockDim.x) * gridDim.x) {
+    T v = y[i];
+    if (bias != nullptr) v += bias[(i / plane) % channels];
+    if (residual != nullptr) v += residual[i];
+    if (activation == 1) {
+      v = v > T(0) ? v : T(0);
+    } else if (activation == 2) {
+      const T low = v < lo ? lo : v;
+      v = hi < low ? hi : low;
+    } else if (activation == 3) {
+      v = T(1) / (T(1) + exp(-v));
+    }
+    y[i] = v;
+  }
+}
+
+template <class T>
+cudaError_t conv2d_epilogue(cudaStream_t stream, T* y, const T* bias, const T* residual, std::int64_t n,
+                            std::int64_t channels, std::int64_t plane, int activation, T lo, T hi) {
+  if (n == 0 || plane == 0 || channels == 0) return cudaSuccess;
+  conv2d_epilogue_kernel<T>
+      <<<blocks_for(n), threads, 0, stream>>>(y, bias, residual, n, channels, plane, activation, lo, hi);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t conv2d_epilogue_f32(cudaStream_t stream, float* y, const float* bias, const float* residual,
+                                std::int64_t n, std::int64_t channels, std::int64_t plane, int activation,
+                                float lo, float hi) {
+  return conv2d_epilogue<float>(stream, y, bias, residual, n, channels, plane, activation, lo, hi);
+}
+cudaError_t conv2d_epilogue_f64(cudaStream_t stream, double* y, const double* bias, const double* residual,
+                                std::int64_t n, std::int64_t channels, std::int64_t plane, int activation,
+                                double lo, double hi) {
+  return conv2d_epilogue<double>(stream, y, bias, residual, n, channels, plane, activation, lo, hi);
+}
 
 cudaError_t batch_norm_inference_f32(cudaStream_t stream, const float* x, const float* scale,
                                      const float* bias, const float* mean, const float* var, float* y,
