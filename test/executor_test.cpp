@@ -1,7 +1,8 @@
 // The mixed-device executor, with OpenCL (PoCL) as the accelerator: Fluid's device case,
 // CPU-only operators inside accelerator programs, a two-step chain, the in-place regression,
 // the transfer cache (reuse, and no stale data after a write), SelectedRows and LoD through
-// transforms, and executors running concurrently on scopes that share their weights.
+// transforms, executors running concurrently on scopes that share their weights, eager deletion
+// (releases, views, peak activation bytes) and the executor's own timing.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -775,4 +776,219 @@ TEST_CASE("to_dot draws a transfer edge exactly where the trace has a moved inpu
   } else {
     WARN("Graphviz's dot is not installed: the DOT text was not drawn");
   }
+}
+
+namespace {
+// Out = X + Y on the CPU; and Out viewing X's storage without a copy, as reshape2 does.
+struct eager_add_cpu {
+  using dtype = float;
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input(0);
+    const Tensor& y = ctx.input(1);
+    Tensor out(x.dims(), x.dtype());
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      out.data<float>()[i] = x.data<float>()[i] + y.data<float>()[i];
+    ctx.output(0) = std::move(out);
+  }
+};
+struct eager_add_op {
+  static constexpr std::string_view name = "eager_add";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "Y"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(eager_add_cpu{}));
+};
+struct eager_view_cpu {
+  using dtype = float;
+  void operator()(execution_context& ctx) const { ctx.output(0) = ctx.input(0); }
+};
+struct eager_view_op {
+  static constexpr std::string_view name = "eager_view";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(eager_view_cpu{}));
+};
+// Out: X (NCHW) reordered to nChw8c, as a oneDNN convolution leaves its output.
+struct eager_block_cpu {
+  using dtype = float;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input(0);
+    Tensor out(x.dims(), x.dtype(), cpu_place, data_layout_of<layout::nChw8c>);
+    transforms::cpu_kernels::reorder(static_cast<const std::byte*>(x.handle()), data_layout::nchw,
+                                     static_cast<std::byte*>(out.handle()), out.layout(), x.dims(), 4);
+    ctx.output(0) = std::move(out);
+  }
+};
+struct eager_block_op {
+  static constexpr std::string_view name = "eager_block";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(eager_block_cpu{}));
+};
+const bool eager_registered = [] {
+  register_operator<eager_block_op>();
+  register_operator<eager_add_op>();
+  register_operator<eager_view_op>();
+  return true;
+}();
+
+bool holds_storage(const Scope& scope, const std::string& name) {
+  return scope.get(name).get<LoDTensor>().initialized();
+}
+std::vector<float> plus(std::vector<float> v, float k) {
+  for (float& x : v) x += k;
+  return v;
+}
+}  // namespace
+
+// docs/programs.md, "Eager deletion".
+TEST_CASE("eager deletion releases each activation after its last use; kept outputs and persistables stay",
+          "[executor][eager]") {
+  const ProgramDesc program = parse_program(
+      "block 0\n"
+      "  var in : LoDTensor float [8]\n"
+      "  var w : LoDTensor float [8] persistable\n"
+      "  var total : LoDTensor float [8] persistable\n"
+      "  var a : LoDTensor float [8]\n"
+      "  var b : LoDTensor float [8]\n"
+      "  var c : LoDTensor float [8]\n"
+      "  var d : LoDTensor float [8]\n"
+      "  op double (X: in) -> (Out: a)\n"
+      "  op double (X: a) -> (Out: b)\n"
+      "  op eager_add (X: b; Y: w) -> (Out: c)\n"
+      "  op increment (X: c) -> (Out: total)\n"
+      "  op double (X: c) -> (Out: d)\n");
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({8})));
+  scope.var("w").set(LoDTensor(iota({8}, 10)));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.block(0), scope, {.eager_deletion = true, .keep = {"d"}});
+  // c = 4i + 10i; d = 2c; total = c + 1.
+  const std::vector<float> c = iota_values(8, 14);
+  for (int run = 0; run < 2; ++run) {  // a rerun fills the released variables again
+    executor.run(prepared);
+    CHECK_FALSE(holds_storage(scope, "a"));
+    CHECK_FALSE(holds_storage(scope, "b"));
+    CHECK_FALSE(holds_storage(scope, "c"));
+    CHECK(scope.get("c").is<LoDTensor>());  // the variable stays, empty
+    CHECK(values(scope.get("d")) == iota_values(8, 28));
+    CHECK(values(scope.get("total")) == plus(c, 1));
+    CHECK(values(scope.get("in")) == iota_values(8, 1));  // fed, not written: the caller's
+    CHECK(values(scope.get("w")) == iota_values(8, 10));
+  }
+  // Without the option nothing is released.
+  Scope other;
+  other.var("in").set(LoDTensor(iota({8})));
+  other.var("w").set(LoDTensor(iota({8}, 10)));
+  executor.run(program.block(0), other);
+  CHECK(holds_storage(other, "a"));
+  CHECK(values(other.get("c")) == c);
+}
+
+TEST_CASE("eager deletion: a variable read twice is released after its second read", "[executor][eager]") {
+  // a is read by the increment and by the add after it: released after the add only (a
+  // release after the increment would leave the add an input with no data, an error).
+  const std::vector<op_invocation> program{op("double", "in", "a"),
+                                           op("increment", "a", "b"),
+                                           {"eager_add", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"c"}}}, {}},
+                                           op("double", "c", "d")};
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({6})));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program, scope, {.eager_deletion = true, .keep = {"d"}});
+  for (int run = 0; run < 2; ++run) {
+    executor.run(prepared);
+    CHECK(values(scope.get("d")) == plus(iota_values(6, 8), 2));  // 2 (2i + 2i + 1)
+    for (const char* name : {"a", "b", "c"}) CHECK_FALSE(holds_storage(scope, name));
+  }
+}
+
+TEST_CASE("eager deletion: a view keeps the storage it shares alive", "[executor][eager]") {
+  // v views a's storage (reshape2-like); a's release after the view drops one reference only.
+  const std::vector<op_invocation> program{op("double", "in", "a"), op("eager_view", "a", "v"),
+                                           op("increment", "v", "d")};
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({1000})));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program, scope, {.eager_deletion = true, .keep = {"v", "d"}});
+  executor.run(prepared);
+  CHECK_FALSE(holds_storage(scope, "a"));
+  CHECK(values(scope.get("v")) == iota_values(1000, 2));
+  CHECK(values(scope.get("d")) == plus(iota_values(1000, 2), 1));
+  // a and v share one storage: counted once. After the view: a (= v) 4000; after d: 8000.
+  CHECK(executor.stats().peak_activation_bytes == 8000);
+  CHECK(executor.stats().live_bytes == 8000);  // v and d, kept
+}
+
+TEST_CASE("peak activation bytes of a chain, with and without eager deletion", "[executor][eager]") {
+  const std::vector<op_invocation> program{op("double", "in", "a"), op("double", "a", "b"),
+                                           op("double", "b", "c")};
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({1000})));
+  Executor executor(cpu_place);
+  // Each activation holds 4000 bytes. Eager: a; a and b, then a released; b and c, then b.
+  auto eager = executor.prepare(program, scope, {.eager_deletion = true, .keep = {"c"}});
+  executor.run(eager);
+  CHECK(executor.stats().peak_activation_bytes == 8000);
+  CHECK(executor.stats().live_bytes == 4000);
+  // A rerun starts with the last run's c alive until the new one replaces it.
+  executor.reset_stats();
+  executor.run(eager);
+  CHECK(executor.stats().peak_activation_bytes == 12000);
+  CHECK(values(scope.get("c")) == iota_values(1000, 8));
+  // Counting alone: all three stay.
+  Scope kept;
+  kept.var("in").set(LoDTensor(iota({1000})));
+  executor.reset_stats();
+  auto counted = executor.prepare(program, kept, {.count_memory = true});
+  executor.run(counted);
+  CHECK(executor.stats().peak_activation_bytes == 12000);
+  CHECK(holds_storage(kept, "a"));
+  // Neither: nothing counted.
+  executor.reset_stats();
+  executor.run(program, kept);
+  CHECK(executor.stats().peak_activation_bytes == 0);
+}
+
+TEST_CASE("eager deletion keeps an activation's reordered copy out of the transfer cache",
+          "[executor][eager][cache]") {
+  // a comes out nChw8c; layouts_seen wants NCHW: a reorder on the CPU. Cached, the copy would
+  // outlive a's release and never serve again.
+  const std::vector<op_invocation> program{op("eager_block", "image", "a"), op("layouts_seen", "a", "seen")};
+  for (const bool eager : {false, true}) {
+    Scope scope;
+    scope.var("image").set(LoDTensor(iota({1, 8, 2, 2}, 1, data_layout::nchw)));
+    Executor executor(cpu_place);
+    auto prepared = executor.prepare(program, scope, {.eager_deletion = eager, .keep = {"seen"}});
+    executor.run(prepared);
+    CHECK(values(scope.get("seen")) == std::vector<float>{1});
+    CHECK(executor.stats().transforms == 1);
+    CHECK(executor.stats().reorders == 1);  // on the host: no bytes between places
+    CHECK(executor.stats().bytes_copied == 0);
+    CHECK(executor.stats().bytes_transformed == 4 * 32);
+    CHECK(executor.cache().size() == (eager ? 0u : 1u));
+    CHECK(holds_storage(scope, "a") == !eager);
+    if (eager) CHECK(executor.stats().peak_activation_bytes == 2 * 4 * 32 + 4);  // a, its copy, seen
+  }
+}
+
+TEST_CASE("the executor times its runs, kernels and transforms when asked", "[executor][timing]") {
+  const std::vector<op_invocation> program{op("double", "in", "a"), op("double", "a", "b")};
+  Scope scope;
+  scope.var("in").set(LoDTensor(iota({1000})));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program, scope);
+  executor.run(prepared);
+  CHECK(executor.stats().run_ns == 0);  // off by default
+  executor.time_runs(true);
+  executor.run(prepared);
+  const executor_stats& s = executor.stats();
+  CHECK(s.run_ns > 0);
+  CHECK(s.kernel_ns > 0);
+  CHECK(s.kernel_ns + s.transform_ns <= s.run_ns);
+  CHECK(values(scope.get("b")) == iota_values(1000, 4));
+  executor.time_runs(false);
+  const std::uint64_t run_ns = s.run_ns;
+  executor.run(prepared);
+  CHECK(executor.stats().run_ns == run_ns);
 }

@@ -6,11 +6,14 @@
 //   run_onnx MODEL.onnx [--input F.pb]... [--output-dir D] [--expect D] [--rtol R] [--atol A]
 //            [--place cpu|opencl:0|cuda:0] [--library plain|onednn|cudnn]
 //            [--op-device OPTYPE=PLACE]... [--threads N] [--repeat N] [--plan] [--dot FILE]
-//            [--no-fuse PASS]...
+//            [--no-fuse PASS]... [--no-eager-deletion]
 //
 // Exit status: 0 when it ran (and every output matched), 1 when an output did not match,
 // 2 when the command line, the model or an input is refused (nothing ran), 3 when the run
 // itself failed (an operator's kernel refused or failed). usage() says what each option does.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -61,9 +64,14 @@ constexpr const char* usage_text =
   --op-device OPTYPE=PLACE op_device PLACE on every operator made from nodes of ONNX op type OPTYPE
                            (repeat for several op types)
   --threads N              threads of oneDNN and the CPU kernels (OpenMP)
-  --repeat N               after the first run and 2 warm-up runs, N timed runs: prints median_ms M
+  --repeat N               after the first run and 2 warm-up runs, N timed runs: prints median_ms M,
+                           then overhead_percent P (of one more run, timed inside the executor: the
+                           share outside kernels and transforms), peak_rss_kb and start_rss_kb
   --plan                   prints the plan of the first run: kernel per operator, inputs moved and
-                           their cost, transforms, bytes moved and fallbacks
+                           their cost, transforms, reorders, bytes moved, peak activation bytes and
+                           fallbacks
+  --no-eager-deletion      keeps every variable after its last use (by default each activation's
+                           storage is released after its last use; the graph outputs are kept)
   --dot FILE               writes the plan of the first run as Graphviz DOT
   --no-fuse PASS           does not run fuse pass PASS (repeat for several; all: none runs): conv_bn,
                            conv_bias, conv_residual, conv_activation, gemm_activation (docs/onnx.md)
@@ -88,6 +96,7 @@ struct arguments {
   std::vector<std::pair<std::string, std::string>> op_device;  // ONNX op type, place text
   int threads = 0, repeat = 0;
   bool plan = false;
+  bool eager_deletion = true;                  // --no-eager-deletion: false
   std::set<std::string, std::less<>> no_fuse;  // fuse passes switched off ("all": every one)
 };
 
@@ -116,6 +125,10 @@ arguments parse_arguments(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") throw usage_error{};
     if (arg == "--plan") {
       args.plan = true;
+      continue;
+    }
+    if (arg == "--no-eager-deletion") {
+      args.eager_deletion = false;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -317,6 +330,20 @@ bool compare(std::size_t k, const std::string& name, const Tensor& actual, const
   return close;
 }
 
+// The process's resident set in KB now (/proc/self/statm; 0 where there is none), and the
+// largest it has been (getrusage).
+long resident_kb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+long peak_resident_kb() {
+  rusage usage{};
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : 0;  // KB on Linux
+}
+long start_rss_kb = 0;  // at the start of main, before the model is read
+
 // Waits for the work queued on every device context the program may use.
 void wait_all(const std::vector<place>& places) {
   for (const place& p : places) context_of(p).wait();
@@ -380,8 +407,12 @@ int run(const arguments& args) {
   executor_stats first{};
   std::vector<double> times_ms;
   executor_stats timed{};
+  executor_stats timing{};  // of the run timed inside the executor (--repeat)
   try {
-    Executor::prepared prepared = executor.prepare(model.program.block(0), scope);
+    // Eager deletion keeps the graph outputs, read after the runs; the weights are persistable.
+    prepare_options eager{.eager_deletion = args.eager_deletion, .count_memory = true};
+    for (const onnx_import::graph_value& output : model.outputs) eager.keep.push_back(output.name);
+    Executor::prepared prepared = executor.prepare(model.program.block(0), scope, eager);
     if (args.plan || !args.dot.empty()) executor.trace_into(&trace);
     executor.run(prepared);
     wait_all(places);
@@ -404,6 +435,13 @@ int run(const arguments& args) {
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
       timed = executor.stats();
+      // One more run, timed inside the executor: the timed runs above leave timing off, as
+      // it takes every operator off the executor's shortest path.
+      executor.reset_stats();
+      executor.time_runs(true);
+      once();
+      executor.time_runs(false);
+      timing = executor.stats();
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "run-onnx: %s: the run failed: %s\n", args.model.c_str(),
@@ -425,6 +463,15 @@ int run(const arguments& args) {
     example::print_plan(trace);
     std::printf("transforms %llu\nbytes_moved %llu\n", static_cast<unsigned long long>(first.transforms),
                 static_cast<unsigned long long>(first.bytes_copied));
+    // Of the transforms, those on one place (layout or data type: reorders) and those that
+    // copy between places; the bytes of every copy made, reorders included.
+    std::printf("reorders per run %llu\ndevice copies per run %llu\nbytes_transformed %llu\n",
+                static_cast<unsigned long long>(first.reorders),
+                static_cast<unsigned long long>(first.transforms - first.reorders),
+                static_cast<unsigned long long>(first.bytes_transformed));
+    std::printf("peak_activation_bytes %llu%s\n",
+                static_cast<unsigned long long>(first.peak_activation_bytes),
+                args.eager_deletion ? "" : " (no eager deletion)");
     std::size_t fell_back = 0;
     for (const op_trace& t : trace) fell_back += t.fell_back;
     std::printf("fallbacks %zu\n", fell_back);
@@ -445,10 +492,16 @@ int run(const arguments& args) {
     std::sort(sorted.begin(), sorted.end());
     const std::size_t n = sorted.size();
     const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    std::printf("timed runs %d (after 2 warm-up runs): transforms_per_run %.1f bytes_moved_per_run %.0f\n",
-                args.repeat, double(timed.transforms) / args.repeat,
-                double(timed.bytes_copied) / args.repeat);
+    std::printf(
+        "timed runs %d (after 2 warm-up runs): transforms_per_run %.1f reorders_per_run %.1f "
+        "bytes_moved_per_run %.0f bytes_transformed_per_run %.0f\n",
+        args.repeat, double(timed.transforms) / args.repeat, double(timed.reorders) / args.repeat,
+        double(timed.bytes_copied) / args.repeat, double(timed.bytes_transformed) / args.repeat);
     std::printf("median_ms %.4f\n", median);
+    const std::uint64_t outside = timing.run_ns - timing.kernel_ns - timing.transform_ns;
+    std::printf("overhead_percent %.3f\n",
+                timing.run_ns == 0 ? 0.0 : 100.0 * double(outside) / double(timing.run_ns));
+    std::printf("peak_rss_kb %ld\nstart_rss_kb %ld\n", peak_resident_kb(), start_rss_kb);
   }
 
   // The outputs, on the CPU in row-major order.
@@ -489,6 +542,7 @@ int run(const arguments& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  start_rss_kb = resident_kb();
   try {
     return run(parse_arguments(argc, argv));
   } catch (const usage_error& e) {

@@ -5,9 +5,11 @@
 // made once per operator run and only when needed. Sources are never changed, outputs are
 // never overwritten by copying a transformed input back, and transformed inputs are kept in
 // a bounded transfer cache that any tracked write to the source's bytes invalidates (see
-// content_stamp, and docs/programs.md for what is tracked).
+// content_stamp, and docs/programs.md for what is tracked). Opt-in: eager deletion (each
+// activation's storage released after its last use, prepare_options) and timing (time_runs).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -48,6 +50,41 @@ struct executor_stats {
   std::uint64_t bytes_copied = 0;  // bytes written by copies between places
   std::uint64_t child_scopes = 0;  // child scopes made for transformed inputs
   std::uint64_t fallbacks = 0;     // operators that ran a fallback kernel
+  // Of the transforms: those that stayed on one place (a layout or data type change, no copy
+  // between places), and the bytes of every copy made (device copies and those alike).
+  std::uint64_t reorders = 0;
+  std::uint64_t bytes_transformed = 0;
+  // Counted by programs prepared with eager deletion or memory counting (prepare_options): the
+  // largest sum, at any point of a run, of the storage bytes that the block's activations (the
+  // non-persistable variables it writes, in the run's scope; a buffer that several view counted
+  // once) and the transformed copies of activations made for the operator running hold; and
+  // that sum at the end of the last run (what the kept outputs hold).
+  std::uint64_t peak_activation_bytes = 0;
+  std::uint64_t live_bytes = 0;
+  // Counted while timing is on (Executor::time_runs): nanoseconds in runs, inside kernels and
+  // in transforming inputs. What a run spends elsewhere (choosing, bookkeeping) is
+  // run_ns - kernel_ns - transform_ns.
+  std::uint64_t run_ns = 0;
+  std::uint64_t kernel_ns = 0;
+  std::uint64_t transform_ns = 0;
+};
+
+// How a program is prepared (Executor::prepare). Eager deletion, as Fluid's garbage collector:
+// after each operator, the variables whose last use in the block that operator was drop their
+// storage (the variable stays, for the next run to fill again). Only a variable that the block
+// writes before it reads it, that is the run's scope's own (not a parent's) and that is not
+// persistable (its VarDesc; a list of op_invocations declares none) nor named in `keep` is
+// released; a view of its storage held by another variable keeps the storage alive. A
+// transformed copy of such a non-persistable input is made for the operator and dropped with
+// it, not kept in the transfer cache (docs/programs.md, "Eager deletion").
+struct prepare_options {
+  bool eager_deletion = false;
+  // Count peak_activation_bytes and live_bytes without releasing anything (eager deletion
+  // counts them too).
+  bool count_memory = false;
+  // Names never released: the outputs fetched after a run. ("= {}" lets {.eager_deletion = true}
+  // pass -Wmissing-field-initializers.)
+  std::vector<std::string> keep = {};
 };
 
 // What a copy of an input is made for. A dense input: the key it is transformed to. A
@@ -97,6 +134,8 @@ class transfer_cache {
     stats.bytes_copied += bytes_copied;
     std::size_t bytes = 0;
     value->for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+    stats.bytes_transformed += bytes;
+    if (bytes_copied == 0) ++stats.reorders;
     content_stamp copy(*value);
     lru_.push_front(k);
     auto [it, _] =
@@ -155,7 +194,16 @@ class Executor {
   transfer_cache& cache() noexcept { return cache_; }
   // Appends an op_trace per operator run to `sink` until called with nullptr (the default:
   // no tracing). The sink must outlive the runs.
-  void trace_into(std::vector<op_trace>* sink) noexcept { trace_ = sink; }
+  void trace_into(std::vector<op_trace>* sink) noexcept {
+    trace_ = sink;
+    instrumented_ = trace_ != nullptr || timing_;
+  }
+  // Counts run_ns, kernel_ns and transform_ns of the runs while on (off by default: two clock
+  // reads per operator, and every operator takes the slower path that can read them).
+  void time_runs(bool on) noexcept {
+    timing_ = on;
+    instrumented_ = trace_ != nullptr || timing_;
+  }
 
   // A block resolved against a scope: operators found, variables looked up (made in the
   // scope when missing), attributes read. Valid while the scope lives.
@@ -234,6 +282,7 @@ class Executor {
       std::vector<std::uint32_t> state_ends;           // of each input in last_states: an empty one has none
       std::vector<std::optional<kernel_key>> targets;  // rule 3's target of each input
       std::vector<local> locals;
+      std::vector<char> uncached;  // per input, eager deletion: an activation, copied for the operator alone
     };
     Scope* scope_ = nullptr;
     // The place of the executor that prepared it, which its requests were made for.
@@ -254,10 +303,29 @@ class Executor {
     std::vector<kernel_arg> args_;
     std::vector<execution_context> contexts_;
     std::vector<cold> cold_;
+    // Eager deletion and memory counting (prepare_options). The block's activations, by name
+    // (found again by rebind) and as found, each with whether it is the scope's own and the
+    // storages it was last counted with; each output's activation (-1: none); after operator
+    // k, activations released_[release_ends_[k] .. release_ends_[k + 1]).
+    bool eager_ = false, counting_ = false;
+    std::vector<std::string> activation_names_;
+    std::vector<Variable*> activations_;
+    std::vector<char> own_;
+    std::vector<std::vector<std::uint64_t>> counted_;
+    std::vector<std::int32_t> output_activation_;
+    std::vector<std::uint32_t> released_, release_ends_;
+    // Counted storages: bytes and the activations that hold each; their sum.
+    struct storage_count {
+      std::size_t bytes;
+      std::uint32_t holders;
+    };
+    std::unordered_map<std::uint64_t, storage_count> storages_;
+    std::uint64_t live_ = 0;
   };
 
-  prepared prepare(std::span<const op_invocation> ops, Scope& scope) const {
-    return prepare(ops, scope, nullptr);
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope,
+                   const prepare_options& options = {}) const {
+    return prepare(ops, scope, nullptr, options);
   }
 
   // Runs a prepared program, prepared by an executor on this one's place (an error otherwise).
@@ -280,8 +348,8 @@ class Executor {
   // written ones here, so that an input the block only reads may be a parent's.) Persistable
   // ones (weights), and names the block does not declare, are found in the scope or a parent,
   // as with op_invocations.
-  prepared prepare(const BlockDesc& block, Scope& scope) const {
-    return prepare(invocations(block), scope, &block);
+  prepared prepare(const BlockDesc& block, Scope& scope, const prepare_options& options = {}) const {
+    return prepare(invocations(block), scope, &block, options);
   }
   void run(const BlockDesc& block, Scope& scope) {
     prepared p = prepare(block, scope);
@@ -313,13 +381,18 @@ class Executor {
       o.entry = nullptr;
       o.plain = false;
     }
+    for (std::size_t a = 0; a < p.activations_.size(); ++a) {
+      p.activations_[a] = &variable_named(scope, p.activation_names_[a]);
+      p.own_[a] = scope.find_local(p.activation_names_[a]) == p.activations_[a];
+    }
     p.names_version_ = scope.names_version();
   }
   // Makes the scope's own variables of `p` (prepare(BlockDesc), run before finding names).
   static void make_locals(const prepared& p) {
     for (const std::string& name : p.local_names_) p.scope_->var(name);
   }
-  prepared prepare(std::span<const op_invocation> ops, Scope& scope, const BlockDesc* block) const;
+  prepared prepare(std::span<const op_invocation> ops, Scope& scope, const BlockDesc* block,
+                   const prepare_options& options) const;
 
   static std::int8_t policy_code(std::optional<fallback_policy> policy) noexcept {
     return policy ? std::int8_t(*policy) : std::int8_t(-1);
@@ -335,7 +408,7 @@ class Executor {
     // at the last choice, so are the kernel and each input's target. The states are compared
     // as they are read, without being stored: one tensor each, against each input's kept
     // key (where every input had one), else all of them against the last list.
-    bool plain = o.plain && registry_->global_fallback_code() == o.policy && trace_ == nullptr;
+    bool plain = o.plain && registry_->global_fallback_code() == o.policy && !instrumented_;
     const prepared::input* in = p.inputs_.data() + o.first_input;
     for (std::uint32_t i = 0; i < o.input_count && plain; ++i) {
       const Tensor* t = tensor_of(*in[i].variable);
@@ -372,19 +445,120 @@ class Executor {
             : nullptr;
     // An input that moves is read from its copy in a child scope, deleted when the operator
     // is done, or fails.
+    // Copies made for this operator alone (eager deletion's) go with it.
     Scope* child = nullptr;
     struct child_guard {
       Scope& parent;
       Scope*& child;
+      std::vector<std::unique_ptr<Variable>>& own_copies;
       ~child_guard() {
         if (child != nullptr) parent.delete_scope(*child);
+        own_copies.clear();
       }
-    } guard{*p.scope_, child};
-    if (o.moves) move_inputs(p, index, child, trace);
-    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
-                             {p.output_variables_.data() + o.first_output, o.output_count},
-                             {p.input_variables_.data() + o.first_input, o.input_count});
+    } guard{*p.scope_, child, own_copies_};
+    if (!timing_) [[likely]] {
+      if (o.moves) move_inputs(p, index, child, trace);
+      run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                               {p.output_variables_.data() + o.first_output, o.output_count},
+                               {p.input_variables_.data() + o.first_input, o.input_count});
+    } else {
+      const auto start = clock::now();
+      if (o.moves) move_inputs(p, index, child, trace);
+      const auto moved = clock::now();
+      run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                               {p.output_variables_.data() + o.first_output, o.output_count},
+                               {p.input_variables_.data() + o.first_input, o.input_count});
+      stats_.transform_ns += nanoseconds(moved - start);
+      stats_.kernel_ns += nanoseconds(clock::now() - moved);
+    }
     ++stats_.ops_run;
+  }
+
+  using clock = std::chrono::steady_clock;
+  static std::uint64_t nanoseconds(clock::duration d) noexcept {
+    return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  }
+
+  // A run with timing, eager deletion or memory counting: each operator as run() runs it,
+  // then (counting) its outputs' storages counted and the activations whose last use it was
+  // released.
+  void run_instrumented(prepared& p) {
+    const auto start = timing_ ? clock::now() : clock::time_point{};
+    const std::size_t count = p.ops_.size();
+    if (p.counting_) {
+      begin_count(p);
+      for (std::size_t i = 0; i < count; ++i) {
+        copy_bytes_ = 0;
+        run_op(p, i);
+        after_op(p, i);
+      }
+      stats_.live_bytes = p.live_;
+    } else {
+      for (std::size_t i = 0; i < count; ++i) run_op(p, i);
+    }
+    if (timing_) stats_.run_ns += nanoseconds(clock::now() - start);
+  }
+
+  // What the activations hold as a run starts (the kept outputs of the last run, anything the
+  // caller set): counted afresh, as they may have changed between runs.
+  static void begin_count(prepared& p) {
+    p.storages_.clear();
+    p.live_ = 0;
+    for (std::size_t a = 0; a < p.activations_.size(); ++a) {
+      p.counted_[a].clear();
+      if (p.own_[a]) count_storages(p, a);
+    }
+  }
+  // Counts the storages activation `a` holds now (its last counted ones uncounted first).
+  static void count_storages(prepared& p, std::size_t a) {
+    uncount_storages(p, a);
+    p.activations_[a]->for_each_tensor([&](const Tensor& t) {
+      const std::uint64_t id = t.storage_id();
+      if (id == 0) return;
+      p.counted_[a].push_back(id);
+      auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{t.storage_bytes(), 0});
+      if (made) p.live_ += it->second.bytes;
+      ++it->second.holders;
+    });
+  }
+  static void uncount_storages(prepared& p, std::size_t a) {
+    for (const std::uint64_t id : p.counted_[a]) {
+      const auto it = p.storages_.find(id);
+      if (--it->second.holders == 0) {
+        p.live_ -= it->second.bytes;
+        p.storages_.erase(it);
+      }
+    }
+    p.counted_[a].clear();
+  }
+
+  // After operator `index`: its outputs counted, the peak taken (its inputs' copies still
+  // alive while it ran), the activations it used last released (eager deletion).
+  void after_op(prepared& p, std::size_t index) {
+    const prepared::op& o = p.ops_[index];
+    for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
+      const std::int32_t a = p.output_activation_[i];
+      if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
+    }
+    if (p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
+      stats_.peak_activation_bytes = p.live_ + copy_bytes_;
+    if (!p.eager_) return;
+    for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
+      const std::uint32_t a = p.released_[r];
+      if (!p.own_[a]) continue;
+      uncount_storages(p, a);
+      release(*p.activations_[a]);
+    }
+  }
+
+  // Drops a variable's storage, keeping its kind: the next run's writer fills it again.
+  static void release(Variable& v) {
+    if (v.is<LoDTensor>())
+      v.set(LoDTensor());
+    else if (v.is<SelectedRows>())
+      v.set(SelectedRows());
+    else if (v.is<LoDTensorArray>())
+      v.set(LoDTensorArray());
   }
 
   // The context of operator `index`'s kernel, over its arguments in args_.
@@ -475,6 +649,7 @@ class Executor {
       const executor_stats before = stats_;
       const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
         const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
+        if (!c.uncached.empty() && c.uncached[i]) return own_copy(info, s, *v, *target, kernel, bytes);
         return cache_.get(*v, made_for, bytes, stats_, [&](Variable& into) {
           transform_input(info.rules(), s, *v, *target, kernel, into);
         });
@@ -496,6 +671,22 @@ class Executor {
       }
       p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, made_for, transformed));
     }
+  }
+
+  // A copy of activation `v` for this operator alone (eager deletion): kept out of the transfer
+  // cache, which would hold it, never to serve it again, past the release of its source.
+  const Variable& own_copy(const operator_info& info, std::size_t slot, const Variable& v,
+                           const kernel_key& target, const kernel_key& kernel, std::uint64_t bytes_copied) {
+    Variable& value = *own_copies_.emplace_back(std::make_unique<Variable>(v.name()));
+    transform_input(info.rules(), slot, v, target, kernel, value);
+    std::uint64_t bytes = 0;
+    value.for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+    ++stats_.transforms;
+    stats_.bytes_copied += bytes_copied;
+    stats_.bytes_transformed += bytes;
+    if (bytes_copied == 0) ++stats_.reorders;
+    copy_bytes_ += bytes;
+    return value;
   }
 
   // The bytes that bringing input `v` of slot `slot` to the kernel copies between places.
@@ -548,12 +739,16 @@ class Executor {
   operator_registry* registry_;  // the process's, looked up once: it is on every operator's path
   executor_stats stats_;
   std::vector<op_trace>* trace_ = nullptr;
+  bool timing_ = false;
+  bool instrumented_ = false;                          // tracing or timing: no operator takes the plain path
+  std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
+  std::uint64_t copy_bytes_ = 0;                       // their bytes
 };
 
 #if FLUIDK_DETAIL_RUNTIME_HERE
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
-                                                                   Scope& scope,
-                                                                   const BlockDesc* block) const {
+                                                                   Scope& scope, const BlockDesc* block,
+                                                                   const prepare_options& options) const {
   // What can refuse the block is looked at before the scope gets a variable, so that a
   // refused block leaves the scope as it was: an unknown operator, a slot it does not
   // declare, an attribute of the wrong kind.
@@ -640,6 +835,74 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   // A context for each operator over its arguments, made again by each choice.
   p.contexts_.reserve(p.ops_.size());
   for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
+  p.eager_ = options.eager_deletion;
+  p.counting_ = options.eager_deletion || options.count_memory;
+  if (p.counting_) {
+    // The activations: the non-persistable variables the block writes, each with the operator
+    // that uses it last, and whether the block reads it before it writes it (then it holds
+    // what came from outside the run: fed, or carried from the last run).
+    const std::unordered_set<std::string_view> keep(options.keep.begin(), options.keep.end());
+    auto persistable = [&](const std::string& name) {
+      const VarDesc* declared = block != nullptr ? block->find_var_recursive(name) : nullptr;
+      return declared != nullptr && declared->persistable;
+    };
+    std::unordered_map<std::string_view, std::uint32_t> activation;
+    std::unordered_set<std::string_view> written, read_first;
+    std::vector<std::uint32_t> last_use;
+    for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+      const prepared::op& o = p.ops_[k];
+      for (std::uint32_t i = o.first_input; i < o.first_input + o.input_count; ++i) {
+        const std::string& name = p.input_names_[i];
+        if (!written.contains(name)) read_first.insert(name);
+        if (const auto it = activation.find(name); it != activation.end())
+          last_use[it->second] = std::uint32_t(k);
+      }
+      for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
+        const std::string& name = p.output_names_[i];
+        written.insert(name);
+        if (persistable(name)) continue;
+        const auto [it, made] = activation.try_emplace(name, std::uint32_t(p.activation_names_.size()));
+        if (made) {
+          p.activation_names_.push_back(name);
+          last_use.push_back(0);
+        }
+        last_use[it->second] = std::uint32_t(k);
+      }
+    }
+    p.output_activation_.assign(p.output_variables_.size(), -1);
+    for (std::size_t i = 0; i < p.output_names_.size(); ++i)
+      if (const auto it = activation.find(p.output_names_[i]); it != activation.end())
+        p.output_activation_[i] = std::int32_t(it->second);
+    for (const std::string& name : p.activation_names_) {
+      p.activations_.push_back(&variable_named(scope, name));
+      p.own_.push_back(scope.find_local(name) == p.activations_.back());
+    }
+    p.counted_.resize(p.activations_.size());
+    std::vector<std::vector<std::uint32_t>> released(p.ops_.size());
+    if (p.eager_)
+      for (std::uint32_t a = 0; a < p.activation_names_.size(); ++a)
+        if (!read_first.contains(p.activation_names_[a]) && !keep.contains(p.activation_names_[a]))
+          released[last_use[a]].push_back(a);
+    p.release_ends_.push_back(0);
+    for (const std::vector<std::uint32_t>& after : released) {
+      p.released_.insert(p.released_.end(), after.begin(), after.end());
+      p.release_ends_.push_back(std::uint32_t(p.released_.size()));
+    }
+    // An input whose copies eager deletion keeps out of the transfer cache: an activation, or
+    // another non-persistable variable the block declares, of the scope's own.
+    if (p.eager_)
+      for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+        const prepared::op& o = p.ops_[k];
+        std::vector<char>& uncached = p.cold_[k].uncached;
+        uncached.assign(o.input_count, 0);
+        for (std::uint32_t i = 0; i < o.input_count; ++i) {
+          const std::string& name = p.input_names_[o.first_input + i];
+          const bool declared = block != nullptr && block->find_var_recursive(name) != nullptr;
+          uncached[i] = (activation.contains(name) || (declared && !persistable(name))) &&
+                        scope.find_local(name) == p.input_variables_[o.first_input + i];
+        }
+      }
+  }
   p.names_version_ = scope.names_version();  // after the variables made above
   return p;
 }
@@ -652,6 +915,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
                 " cannot run on an executor on " + place_.to_string() + "; prepare it on this one");
   if (p.scope_->names_version() != p.names_version_) [[unlikely]]
     rebind(p);
+  // Timing and counting are off the common path: one test per run, not per operator.
+  if (timing_ || p.counting_) [[unlikely]] {
+    run_instrumented(p);
+    return;
+  }
   const std::size_t count = p.ops_.size();
   for (std::size_t i = 0; i < count; ++i) run_op(p, i);
 }
