@@ -816,3 +816,143 @@ TEST_CASE("conv2d, batch_norm and pool2d on an empty batch: empty outputs of the
     CHECK(scope.get("out").get<LoDTensor>().dims() == dims{0, 3, 3, 3});
   }
 }
+
+#if FLUIDK_OPS_ONEDNN
+namespace {
+// One call of an operator with its inputs, for the oneDNN cache checks.
+struct cached_call {
+  std::string what;
+  std::string type;
+  std::vector<std::pair<std::string, Tensor>> inputs;  // variable names x0, x1, ... in slot order
+  slot_names in;
+  attribute_map attrs;
+  double tolerance;  // against the plain kernel: 0 where both compute each element alike
+  // Whether oneDNN computes it: blocked data broadcast and blocked channels concatenated at
+  // whole blocks are loops of the kernel's own, which keep nothing.
+  bool primitive = true;
+};
+
+// Runs `call` with the plain kernel, then twice with oneDNN's: the second oneDNN call finds
+// its primitive in the cache (a hit, no miss; neither where no primitive runs) and gives the first call's
+// numbers exactly, and both the plain kernel's; the inputs are untouched.
+void check_cached(const cached_call& call) {
+  INFO(call.what);
+  const variant plain{"CPU plain", cpu_place, false}, dnn{"CPU oneDNN", cpu_place, true};
+  Scope scope;
+  std::vector<std::vector<float>> before;
+  for (const auto& [name, t] : call.inputs) {
+    scope.var(name).set(LoDTensor(t));
+    before.push_back(values(t));
+  }
+  run_as(plain, scope, call.type, call.in, {{"Out", {"plain"}}}, call.attrs);
+  run_as(dnn, scope, call.type, call.in, {{"Out", {"first"}}}, call.attrs);
+  const onednn_cache::statistics after_first = onednn_context::shared_cache().stats();
+  run_as(dnn, scope, call.type, call.in, {{"Out", {"second"}}}, call.attrs);
+  const onednn_cache::statistics after_second = onednn_context::shared_cache().stats();
+  CHECK(after_second.misses == after_first.misses);
+  if (call.primitive)
+    CHECK(after_second.hits > after_first.hits);
+  else
+    CHECK(after_second.hits == after_first.hits);
+  const LoDTensor& first = scope.get("first").get<LoDTensor>();
+  const LoDTensor& second = scope.get("second").get<LoDTensor>();
+  CHECK(second.layout() == first.layout());
+  // A blocked input keeps Out blocked (the activations of a oneDNN network stay blocked).
+  for (const auto& input : call.inputs)
+    if (blocked(input.second.layout())) CHECK(first.layout() == input.second.layout());
+  if (blocked(first.layout())) CHECK(padding_is_zero(first));
+  if (blocked(second.layout())) CHECK(padding_is_zero(second));
+  CHECK(values(second) == values(first));
+  if (call.tolerance == 0)
+    CHECK(values(first) == values(scope.get("plain")));
+  else
+    check_close(values(first), values(scope.get("plain")), call.tolerance);
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    CHECK(scope.get(call.inputs[i].first).get<LoDTensor>().layout() == call.inputs[i].second.layout());
+    CHECK(values(scope.get(call.inputs[i].first)) == before[i]);
+  }
+}
+}  // namespace
+
+TEST_CASE(
+    "oneDNN kernels keep their primitives: a second call hits the cache, the same numbers as the "
+    "first and the plain kernel's, inputs untouched",
+    "[ops][onednn][cache][pool2d][batch_norm][relu][clip][sigmoid][softmax][concat][elementwise_add]"
+    "[elementwise_mul][mul]") {
+  std::vector<cached_call> calls;
+  const auto one = [](std::string what, std::string type, std::vector<Tensor> xs,
+                      std::vector<std::string> slots, attribute_map attrs = {}, double tolerance = 0) {
+    cached_call c{std::move(what), std::move(type), {}, {}, std::move(attrs), tolerance};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const std::string name = "x" + std::to_string(i);
+      c.inputs.push_back({name, std::move(xs[i])});
+      if (c.in.empty() || c.in.back().first != slots[i]) c.in.push_back({slots[i], {}});
+      c.in.back().second.push_back(name);
+    }
+    return c;
+  };
+  for (const data_layout l : input_layouts()) {
+    const std::string in = std::string(" in ") + std::string(name_of(l));
+    calls.push_back(one("pool2d max" + in, "pool2d", {random_tensor({2, 19, 9, 8}, l)}, {"X"},
+                        {{"pooling_type", std::string("max")},
+                         {"ksize", ints({3, 3})},
+                         {"strides", ints({2, 2})},
+                         {"paddings", ints({1, 1})}}));
+    calls.push_back(
+        one("pool2d global average" + in, "pool2d", {random_tensor({2, 19, 9, 8}, l)}, {"X"},
+            {{"pooling_type", std::string("avg")}, {"ksize", ints({1, 1})}, {"global_pooling", true}}, 1e-5));
+    calls.push_back(one("relu" + in, "relu", {random_tensor({2, 19, 3, 4}, l)}, {"X"}));
+    calls.push_back(
+        one("clip" + in, "clip", {random_tensor({2, 19, 3, 4}, l)}, {"X"}, {{"min", -0.25f}, {"max", 0.5f}}));
+    calls.push_back(one("sigmoid" + in, "sigmoid", {random_tensor({2, 19, 3, 4}, l)}, {"X"}, {}, 1e-6));
+    // Equal shapes (ResNet's residual add), a per-channel bias and scale (MobileNet's), a
+    // [N, C, 1, W] operand, and a [C] bias at Fluid's axis 1: Out in X's layout.
+    for (const char* op : {"elementwise_add", "elementwise_mul"}) {
+      const std::string type = op;
+      calls.push_back(one(type + " equal shapes" + in, type,
+                          {random_tensor({2, 19, 3, 4}, l), random_tensor({2, 19, 3, 4}, l)}, {"X", "Y"}));
+      calls.push_back(one(type + " per channel" + in, type,
+                          {random_tensor({2, 19, 3, 4}, l), random_tensor({1, 19, 1, 1})}, {"X", "Y"}));
+      calls.back().primitive = !blocked(l);
+      calls.push_back(one(type + " per channel, X repeating" + in, type,
+                          {random_tensor({1, 19, 1, 1}), random_tensor({2, 19, 3, 4}, l)}, {"X", "Y"}));
+      calls.back().primitive = !blocked(l);
+      calls.push_back(one(type + " [N, C, 1, W]" + in, type,
+                          {random_tensor({2, 19, 3, 4}, l), random_tensor({2, 19, 1, 4})}, {"X", "Y"}));
+      calls.back().primitive = !blocked(l);
+      calls.push_back(one(type + " [C] at axis 1" + in, type,
+                          {random_tensor({2, 32, 3, 4}, l), random_tensor({32})}, {"X", "Y"}, {{"axis", 1}}));
+      calls.back().primitive = !blocked(l);
+    }
+    calls.push_back(one("concat along channels" + in, "concat",
+                        {random_tensor({2, 16, 3, 4}, l), random_tensor({2, 32, 3, 4}, l)}, {"X", "X"},
+                        {{"axis", 1}}));
+    calls.back().primitive = !blocked(l);
+    calls.push_back(one("concat along H" + in, "concat",
+                        {random_tensor({2, 5, 3, 4}, l), random_tensor({2, 5, 2, 4}, l)}, {"X", "X"},
+                        {{"axis", 2}}));
+  }
+  calls.push_back(one("softmax", "softmax", {random_tensor({3, 7, 5})}, {"X"}, {{"axis", 1}}, 1e-6));
+  calls.push_back(one("mul", "mul", {random_tensor({4, 6}), random_tensor({6, 5})}, {"X", "Y"}, {}, 1e-5));
+  for (const cached_call& c : calls) check_cached(c);
+
+  // batch_norm, its statistics in four inputs.
+  for (const data_layout l : input_layouts()) {
+    INFO("batch_norm in " << name_of(l));
+    const variant plain{"CPU plain", cpu_place, false}, dnn{"CPU oneDNN", cpu_place, true};
+    Scope scope;
+    const batch_norm_inputs in = set_batch_norm_inputs(scope, random_tensor({2, 19, 3, 4}, l));
+    const attribute_map attrs{{"epsilon", 1e-3f}, {"is_test", true}};
+    run_as(plain, scope, "batch_norm", batch_norm_slots(), {{"Y", {"plain"}}}, attrs);
+    run_as(dnn, scope, "batch_norm", batch_norm_slots(), {{"Y", {"first"}}}, attrs);
+    const onednn_cache::statistics after_first = onednn_context::shared_cache().stats();
+    run_as(dnn, scope, "batch_norm", batch_norm_slots(), {{"Y", {"second"}}}, attrs);
+    const onednn_cache::statistics after_second = onednn_context::shared_cache().stats();
+    CHECK(after_second.misses == after_first.misses);
+    CHECK(after_second.hits > after_first.hits);
+    CHECK(values(scope.get("second")) == values(scope.get("first")));
+    check_close(values(scope.get("first")), values(scope.get("plain")), 1e-5);
+    CHECK(values(scope.get("x")) == in.x);
+  }
+}
+#endif

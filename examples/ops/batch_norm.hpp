@@ -87,18 +87,24 @@ struct batch_norm_onednn {
     };
     const memory scale = statistic("Scale"), shift = statistic("Bias"), mean = statistic("Mean"),
                  variance = statistic("Variance");
+    // Scale and shift are separate arguments (use_scale, use_shift): read in place, nothing to
+    // prepare.
     using flags = dnnl::normalization_flags;
-    const dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(
-            dnnl::prop_kind::forward_inference, src.get_desc(), call.epsilon,
-            flags::use_global_stats | flags::use_scale | flags::use_shift),
-        dnn.engine());
-    dnnl::batch_normalization_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src},
-                                                                 {DNNL_ARG_DST, dst},
-                                                                 {DNNL_ARG_SCALE, scale},
-                                                                 {DNNL_ARG_SHIFT, shift},
-                                                                 {DNNL_ARG_MEAN, mean},
-                                                                 {DNNL_ARG_VARIANCE, variance}});
+    detail::onednn_key key("batch_norm.fwd");
+    key << src.get_desc() << call.epsilon;
+    const auto kept = detail::kept_primitive<dnnl::batch_normalization_forward>(dnn, key, [&] {
+      return dnnl::batch_normalization_forward::primitive_desc(
+          dnnl::batch_normalization_forward::desc(
+              dnnl::prop_kind::forward_inference, src.get_desc(), call.epsilon,
+              flags::use_global_stats | flags::use_scale | flags::use_shift),
+          dnn.engine());
+    });
+    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src},
+                                           {DNNL_ARG_DST, dst},
+                                           {DNNL_ARG_SCALE, scale},
+                                           {DNNL_ARG_SHIFT, shift},
+                                           {DNNL_ARG_MEAN, mean},
+                                           {DNNL_ARG_VARIANCE, variance}});
     dnn.wait();
     ctx.set_output("Y", std::move(y), ctx.input_lod("X"));
   }

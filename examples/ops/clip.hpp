@@ -79,11 +79,16 @@ struct clip_onednn {
         flat ? detail::onednn_plain_memory(x, {n}, dnn.engine()) : detail::onednn_memory_of(x, dnn.engine());
     const memory dst = flat ? detail::onednn_plain_memory(out, {n}, dnn.engine())
                             : detail::onednn_memory_of(out, dnn.engine());
-    const dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_clip,
-                                    src.get_desc(), b.lo, b.hi),
-        dnn.engine());
-    dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    // The bounds are the primitive's (alpha, beta): part of its key.
+    detail::onednn_key key("clip.fwd");
+    key << src.get_desc() << b.lo << b.hi;
+    const auto kept = detail::kept_primitive<dnnl::eltwise_forward>(dnn, key, [&] {
+      return dnnl::eltwise_forward::primitive_desc(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_clip,
+                                      src.get_desc(), b.lo, b.hi),
+          dnn.engine());
+    });
+    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnn.wait();
     // oneDNN's clip maps NaN to min (its comparisons fail): put the NaNs back.
     const float* in = x.data<float>();

@@ -94,9 +94,13 @@ struct mul_onednn {
     memory a = detail::onednn_plain_memory(x, {g.m, g.k}, dnn.engine());
     memory b = detail::onednn_plain_memory(y, {g.k, g.n}, dnn.engine());
     memory c = detail::onednn_plain_memory(out, {g.m, g.n}, dnn.engine());
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()),
+    detail::onednn_key key("mul.matmul");
+    key << a.get_desc() << b.get_desc() << c.get_desc();
+    const auto kept = detail::kept_primitive<dnnl::matmul>(dnn, key, [&] {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()),
                                           dnn.engine());
-    dnnl::matmul(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    });
+    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     dnn.wait();
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }

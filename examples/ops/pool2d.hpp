@@ -277,13 +277,18 @@ struct pool2d_onednn {
                                                     : dnnl::algorithm::pooling_avg_include_padding;
     memory src = detail::onednn_memory_of(x, dnn.engine());
     memory dst = detail::onednn_memory_of(out, dnn.engine());
-    const dnnl::pooling_v2_forward::primitive_desc pd(
-        dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, algorithm, src.get_desc(),
-                                       dst.get_desc(), {g.strides[0], g.strides[1]}, {g.ksize[0], g.ksize[1]},
-                                       {g.dilations[0] - 1, g.dilations[1] - 1},
-                                       {g.paddings[0], g.paddings[1]}, padding_r),
-        dnn.engine());
-    dnnl::pooling_v2_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    const memory::dims strides{g.strides[0], g.strides[1]}, kernel{g.ksize[0], g.ksize[1]},
+        dilation{g.dilations[0] - 1, g.dilations[1] - 1}, padding_l{g.paddings[0], g.paddings[1]};
+    detail::onednn_key key("pool2d.fwd");
+    key << src.get_desc() << dst.get_desc() << int(algorithm) << strides << kernel << dilation << padding_l
+        << padding_r;
+    const auto kept = detail::kept_primitive<dnnl::pooling_v2_forward>(dnn, key, [&] {
+      return dnnl::pooling_v2_forward::primitive_desc(
+          dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, algorithm, src.get_desc(),
+                                         dst.get_desc(), strides, kernel, dilation, padding_l, padding_r),
+          dnn.engine());
+    });
+    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }

@@ -61,11 +61,15 @@ struct relu_onednn {
       const memory::dims shape{detail::storage_elements(x)};
       memory src = detail::onednn_plain_memory(x, shape, dnn.engine());
       memory dst = detail::onednn_plain_memory(out, shape, dnn.engine());
-      const dnnl::eltwise_forward::primitive_desc pd(
-          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu,
-                                      src.get_desc(), 0.f, 0.f),
-          dnn.engine());
-      dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::onednn_key key("relu.fwd");
+      key << src.get_desc();
+      const auto kept = detail::kept_primitive<dnnl::eltwise_forward>(dnn, key, [&] {
+        return dnnl::eltwise_forward::primitive_desc(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu,
+                                        src.get_desc(), 0.f, 0.f),
+            dnn.engine());
+      });
+      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));

@@ -64,11 +64,15 @@ struct sigmoid_onednn {
                               : detail::onednn_memory_of(x, dnn.engine());
       const memory dst = flat ? detail::onednn_plain_memory(out, shape, dnn.engine())
                               : detail::onednn_memory_of(out, dnn.engine());
-      const dnnl::eltwise_forward::primitive_desc pd(
-          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic,
-                                      src.get_desc(), 0.f, 0.f),
-          dnn.engine());
-      dnnl::eltwise_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::onednn_key key("sigmoid.fwd");
+      key << src.get_desc();
+      const auto kept = detail::kept_primitive<dnnl::eltwise_forward>(dnn, key, [&] {
+        return dnnl::eltwise_forward::primitive_desc(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic,
+                                        src.get_desc(), 0.f, 0.f),
+            dnn.engine());
+      });
+      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
       // oneDNN's reference logistic maps NaN to 0 (its overflow test fails): put the NaNs back.
       const float* in = x.data<float>();

@@ -86,9 +86,13 @@ struct softmax_onednn {
       const dnnl::memory::dims shape{g.outer, g.n, g.inner};
       dnnl::memory src = detail::onednn_plain_memory(x, shape, dnn.engine());
       dnnl::memory dst = detail::onednn_plain_memory(out, shape, dnn.engine());
-      const dnnl::softmax_forward::primitive_desc pd(
-          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1), dnn.engine());
-      dnnl::softmax_forward(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::onednn_key key("softmax.fwd");
+      key << src.get_desc();
+      const auto kept = detail::kept_primitive<dnnl::softmax_forward>(dnn, key, [&] {
+        return dnnl::softmax_forward::primitive_desc(
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1), dnn.engine());
+      });
+      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));

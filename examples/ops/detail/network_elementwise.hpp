@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
+#include <fluidk/operator.hpp>
 #include <fluidk/tensor.hpp>
 #include <span>
 #include <string>
@@ -236,17 +237,62 @@ inline dnnl::memory::desc onednn_row_major_desc(std::span<const std::int64_t> sh
 inline dnnl::memory onednn_at(const dnnl::memory::desc& desc, const Tensor& t, const dnnl::engine& engine) {
   return {desc, engine, static_cast<std::byte*>(t.handle()) + t.offset()};
 }
+
+// Out = A op B with A and Out in the blocked layout nChw<block>c ([N, C, H, W] with channel
+// blocks of `block` lanes) and B row-major of dims `b_dims` (each 1 or Out's): oneDNN's binary
+// has only its reference implementation when B repeats and the block is not its vector
+// length (nChw8c on AVX-512: 15-50 ms a call on a MobileNet activation), where this is one
+// pass. The padding lanes of Out (channels C and up) are written as zeros, as oneDNN writes
+// them.
+template <class Op, std::int64_t block>
+void blocked_broadcast(const float* a, const float* b, float* out, const dims& d,
+                       std::span<const std::int64_t> b_dims) {
+  const std::int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  const std::int64_t blocks = (c + block - 1) / block;
+  // B's element strides along N, C, H, W; 0 where it repeats.
+  std::int64_t bs[4];
+  for (std::int64_t i = 3, step = 1; i >= 0; --i) {
+    bs[i] = b_dims[std::size_t(i)] == 1 ? 0 : step;
+    step *= b_dims[std::size_t(i)];
+  }
+  for (std::int64_t in = 0; in < n; ++in)
+    for (std::int64_t cb = 0; cb < blocks; ++cb) {
+      const std::int64_t base = (in * blocks + cb) * hw * block;
+      const std::int64_t lanes = std::min(block, c - cb * block);
+      const float* bc = b + in * bs[0] + cb * block * bs[1];
+      if (bs[2] == 0 && bs[3] == 0) {
+        // B constant over the plane (a per-channel bias or scale): its lanes once.
+        float lane[block] = {};
+        for (std::int64_t l = 0; l < lanes; ++l) lane[l] = bc[l * bs[1]];
+        for (std::int64_t p = 0; p < hw; ++p) {
+          const std::int64_t at = base + p * block;
+          for (std::int64_t l = 0; l < block; ++l)
+            out[at + l] = l < lanes ? Op::apply(a[at + l], lane[l]) : 0.f;
+        }
+        continue;
+      }
+      for (std::int64_t h = 0; h < d[2]; ++h)
+        for (std::int64_t w = 0; w < d[3]; ++w) {
+          const std::int64_t at = base + (h * d[3] + w) * block;
+          const float* bp = bc + h * bs[2] + w * bs[3];
+          for (std::int64_t l = 0; l < block; ++l)
+            out[at + l] = l < lanes ? Op::apply(a[at + l], bp[l * bs[1]]) : 0.f;
+        }
+    }
+}
 }  // namespace detail
 
 // oneDNN's binary primitive, declared for the wildcard layout and for nChw8c and nChw16c:
-//   - the same dims and layout: one run over the storage, any layout;
+//   - the same dims and layout: one run over the storage, any layout (oneDNN's jit);
 //   - otherwise the operand of Out's dims is source 0 (oneDNN 2 broadcasts source 1 only; add
-//     and mul commute). Source 0 blocked: Out in its layout, the other operand reordered into
-//     that layout at its own dims (a bias [C] as [1, C, 1, 1]: oneDNN's blocked
-//     implementations take both sources blocked, its reference one the mixed pairs); else
-//     both in row-major order, described by strides;
+//     and mul commute). Source 0 blocked: Out in its layout and the other operand row-major,
+//     combined by blocked_broadcast (oneDNN's jit takes a repeating source 1 only in the
+//     blocked layout of its own vector length, the others by its reference implementation;
+//     the loop reads the operand as it is, with no reorder); else both in row-major order,
+//     described by strides;
 //   - neither of Out's dims (both broadcast), or empty: the plain kernel, which computes the
 //     same numbers.
+// The primitive is kept in the context's oneDNN cache by its algorithm and descriptions.
 template <class Op>
 struct elementwise_binary_onednn {
   using dtype = float;
@@ -275,18 +321,25 @@ struct elementwise_binary_onednn {
     const Tensor& other = x_full ? y : x;
     const std::span<const std::int64_t> other_dims(x_full ? g.y_aligned.data() : g.x_aligned.data(),
                                                    g.out.rank());
-    const bool blocked = full.layout().blocked();
-    const Tensor source0 = blocked ? full : detail::row_major(full);
     const Tensor source1 = detail::row_major(other);
-    const memory::desc desc0 = blocked ? detail::onednn_desc(full, detail::onednn_dims(g.out))
-                                       : detail::onednn_row_major_desc(std::span(g.out.begin(), g.out.end()));
-    memory src1 = detail::onednn_at(detail::onednn_row_major_desc(other_dims), source1, dnn.engine());
-    if (blocked)
-      src1 = detail::reordered(src1,
-                               memory::desc(memory::dims(other_dims.begin(), other_dims.end()),
-                                            memory::data_type::f32, onednn_format(full.layout())),
-                               dnn);
-    Tensor out(g.out, data_type::float32, ctx.place(), blocked ? full.layout() : g.layout);
+    if (full.layout().blocked()) {
+      Tensor out(g.out, data_type::float32, ctx.place(), full.layout());
+      const float* a = full.data<float>();
+      const float* b = source1.data<float>();
+      float* o = out.data<float>();
+      if (full.layout().block_size() == 16)
+        detail::blocked_broadcast<Op, 16>(a, b, o, g.out, other_dims);
+      else if (full.layout().block_size() == 8)
+        detail::blocked_broadcast<Op, 8>(a, b, o, g.out, other_dims);
+      else
+        return elementwise_binary_cpu<float, Op>{}(ctx);
+      ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
+      return;
+    }
+    const Tensor source0 = detail::row_major(full);
+    const memory::desc desc0 = detail::onednn_row_major_desc(std::span(g.out.begin(), g.out.end()));
+    const memory src1 = detail::onednn_at(detail::onednn_row_major_desc(other_dims), source1, dnn.engine());
+    Tensor out(g.out, data_type::float32, ctx.place(), g.layout);
     try {
       run(dnn, algorithm, detail::onednn_at(desc0, source0, dnn.engine()), src1,
           detail::onednn_at(desc0, out, dnn.engine()));
@@ -300,10 +353,14 @@ struct elementwise_binary_onednn {
  private:
   static void run(onednn_context& dnn, dnnl::algorithm algorithm, const dnnl::memory& src0,
                   const dnnl::memory& src1, const dnnl::memory& dst) {
-    const dnnl::binary::primitive_desc pd(
-        dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()), dnn.engine());
-    dnnl::binary(pd).execute(dnn.stream(),
-                             {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+    detail::onednn_key key("binary");
+    key << int(algorithm) << src0.get_desc() << src1.get_desc() << dst.get_desc();
+    const auto kept = detail::kept_primitive<dnnl::binary>(dnn, key, [&] {
+      return dnnl::binary::primitive_desc(
+          dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()), dnn.engine());
+    });
+    kept->primitive.execute(dnn.stream(),
+                            {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
     dnn.wait();
   }
 };
