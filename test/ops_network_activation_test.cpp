@@ -1,5 +1,5 @@
-// batch_norm, clip and sigmoid: every kernel (CPU plain, oneDNN with plain and blocked inputs,
-// OpenCL on PoCL) against naive references written here, on odd shapes and channel counts,
+// batch_norm, clip, sigmoid (and dropout on blocked data): every kernel (CPU plain, oneDNN with plain and
+// blocked inputs, OpenCL on PoCL) against naive references written here, on odd shapes and channel counts,
 // with NaN and infinities, ONNX's node tests, and each refusal. The CUDA kernels run where a
 // CUDA device exists (none where the tests are built).
 //
@@ -574,4 +574,47 @@ TEST_CASE("batch_norm, clip and sigmoid, every kernel on ONNX's node tests", "[o
       const std::vector<float> expected = decode(o.y);
       check_values(values(tensor(scope, "y")), std::vector<double>(expected.begin(), expected.end()));
     }
+}
+
+// dropout's CPU kernel takes the blocked layouts as they are: a blocked network (use_onednn's
+// convolutions) goes through it without a reorder, the view sharing X's storage, the scale
+// keeping the padding lanes zero; Mask is row-major and all true. X is never changed.
+TEST_CASE("dropout on blocked X: no reorder, Out in X's layout, padding lanes zero",
+          "[ops][dropout][onednn]") {
+  REQUIRE(registered);
+  for (const bool use_onednn : {false, true})
+    for (const data_layout layout : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
+      for (const dims& d : {dims{2, 3, 4, 5}, dims{1, 17, 3, 3}}) {
+        for (const bool view : {true, false}) {
+          INFO((use_onednn ? "use_onednn " : "") << layout.name() << " X " << d.to_string()
+                                                 << (view ? " upscale_in_train" : " downgrade_in_infer"));
+          Scope scope;
+          const std::vector<float> x = random_values(d.numel());
+          scope.var("x").set(LoDTensor(tensor_of(d, x, layout)));
+          const std::uint64_t version = tensor(scope, "x").version();
+          attribute_map attrs;
+          attrs.set("is_test", true);
+          attrs.set("dropout_prob", 0.25f);
+          attrs.set("dropout_implementation", std::string(view ? "upscale_in_train" : "downgrade_in_infer"));
+          if (use_onednn) attrs.set("use_onednn", true);
+          const kernel_choice choice = fluidk_test::run_named(cpu_place, scope, "dropout", {{"X", {"x"}}},
+                                                              {{"Out", {"out"}}, {"Mask", {"mask"}}}, attrs);
+          CHECK(choice.chosen.layout() == layout);
+          const Tensor& out = tensor(scope, "out");
+          CHECK(out.layout() == layout);
+          CHECK(out.dims() == d);
+          CHECK(padding_is_zero(out));
+          CHECK(out.shares_buffer_with(tensor(scope, "x")) == view);
+          std::vector<double> expected(x.begin(), x.end());
+          if (!view)
+            for (double& e : expected) e *= 0.75f;
+          check_values(values(out), expected);
+          CHECK(values(tensor(scope, "x")) == x);
+          CHECK(tensor(scope, "x").version() == version);
+          const Tensor& mask = tensor(scope, "mask");
+          CHECK(mask.dims() == d);
+          CHECK_FALSE(mask.layout().blocked());
+          CHECK(std::all_of(mask.data<bool>(), mask.data<bool>() + mask.numel(), [](bool b) { return b; }));
+        }
+      }
 }

@@ -6,13 +6,19 @@
 // bool tensor of X's dims, all true (every element kept). Out keeps X's sequence offsets.
 //
 // Kernels: CPU (float, double), OpenCL (float) and CUDA (float, double), each a scale or a
-// view. No oneDNN kernel: use_onednn falls back to the CPU's (policy cpu). Each is declared
-// for layout ANY, so fluidk brings blocked data to NCHW first.
+// view. No oneDNN kernel: use_onednn falls back to the CPU's (policy cpu). The CPU kernel is
+// declared for ANY and for nChw8c and nChw16c: a blocked network (use_onednn's convolutions)
+// goes through dropout without a reorder, the view sharing the blocked storage, the scale
+// running over all of it (padding lanes hold zeros, and zeros scaled stay zeros); Mask is
+// then row-major. The device kernels are declared for ANY, so fluidk brings blocked data to
+// NCHW first.
 #pragma once
 
 #include <array>
+#include <boost/mp11/list.hpp>
 #include <cstdint>
 #include <cstring>
+#include <fluidk/devices/onednn_tags.hpp>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
 #include <string>
@@ -56,7 +62,8 @@ namespace detail {
 template <class FillMask>
 void set_dropout_outputs(execution_context& ctx, const Tensor& x, Tensor* scaled, FillMask fill_mask) {
   if (output_requested(ctx, "Mask")) {
-    Tensor mask(x.dims(), data_type::boolean, ctx.place(), x.layout());
+    Tensor mask(x.dims(), data_type::boolean, ctx.place(),
+                row_major_order(x.layout()) ? x.layout() : data_layout::any);
     if (x.numel() > 0) fill_mask(mask);
     ctx.set_output("Mask", std::move(mask), ctx.input_lod("X"));
   }
@@ -70,16 +77,22 @@ void set_dropout_outputs(execution_context& ctx, const Tensor& x, Tensor* scaled
 template <class T>
 struct dropout_cpu {
   using dtype = T;
+  using layouts = boost::mp11::mp_list<layout::any, layout::nChw8c, layout::nChw16c>;
   void operator()(execution_context& ctx) const {
     const dropout_settings s = dropout_settings::of(ctx);
-    const Tensor x = detail::row_major(detail::input(ctx, "X"));
+    const Tensor& given = detail::input(ctx, "X");
+    const bool blocked =
+        given.layout() == data_layout_of<layout::nChw8c> || given.layout() == data_layout_of<layout::nChw16c>;
+    const Tensor x = blocked ? given : detail::row_major(given);
     const auto fill = [](Tensor& mask) { std::memset(mask.data<bool>(), 1, std::size_t(mask.numel())); };
     if (s.view) return detail::set_dropout_outputs(ctx, x, nullptr, fill);
     Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
     const T keep = T(s.keep);
     const T* in = x.data<T>();
     T* y = out.data<T>();
-    for (std::int64_t i = 0; i < x.numel(); ++i) y[i] = in[i] * keep;
+    // Every element of the storage: a blocked layout's padding lanes too.
+    const std::size_t count = x.numel() == 0 ? 0 : x.storage_bytes() / sizeof(T);
+    for (std::size_t i = 0; i < count; ++i) y[i] = in[i] * keep;
     detail::set_dropout_outputs(ctx, x, &out, fill);
   }
 };
