@@ -1058,6 +1058,12 @@ TEST_CASE(
   const kernels::nhwc_walk long_runs = kernels::nhwc_walk::long_runs;
   CHECK(job(256, 4, long_runs).pair_block == 64);
   CHECK(job(256, 4, long_runs).streamed_pair_block == 196);
+  // A pixel a multiple of 4 KiB in blocks of 8 pixels, of 2 KiB in blocks of 16.
+  CHECK(job(1024, 4, long_runs).pair_block == 8);
+  CHECK(job(2048, 4, long_runs).pair_block == 8);
+  CHECK(job(512, 4, long_runs).pair_block == 16);
+  CHECK(job(1536, 4, long_runs).pair_block == 16);
+  CHECK(job(768, 4, long_runs).pair_block == 64);
   CHECK(job(128, 4, long_runs).pair_block == 0);
   CHECK(job(128, 4, long_runs).streamed_pair_block == 196);
   CHECK(job(64, 4, long_runs).streamed_pair_block == 0);
@@ -1087,7 +1093,9 @@ TEST_CASE(
   // chunk left after the pairs (264) and a partial one (260), at a target on a line and 32
   // bytes off one, on one thread and two.
   const std::vector<dims> cases{{1, 256, 7, 7}, {2, 272, 14, 14}, {1, 264, 5, 13},  {1, 260, 9, 9},
-                                {1, 128, 3, 5}, {1, 144, 16, 16}, {1, 256, 1, 130}, {1, 512, 16, 20}};
+                                {1, 128, 3, 5}, {1, 144, 16, 16}, {1, 256, 1, 130}, {1, 512, 16, 20},
+                                // Blocks of 8 pixels (and a part of one) and of 16.
+                                {1, 1024, 7, 7}, {2, 2048, 3, 5}, {1, 512, 5, 9}, {1, 1536, 6, 6}};
   kernels::nhwc_walk_scope walk(long_runs);
   for (const dims& s : cases) {
     INFO(describe(data_layout::nchw, data_layout::nhwc, s, 4));

@@ -168,7 +168,9 @@ struct layout_job {
     return {item / p_blocks, p0, b + 1 == p_blocks ? hw : p0 + p_block};
   }
   static constexpr std::int64_t pieces_of(std::int64_t hw, std::int64_t p_block) noexcept {
-    return hw == 0 ? 0 : std::max<std::int64_t>(1, hw / p_block);
+    // No division where one piece takes all (a small image): on Zen 5 the two 64-bit divisions
+    // of make_layout_job were a quarter of planning NCHW -> NHWC of [1, 8, 2, 2].
+    return hw == 0 ? 0 : hw < 2 * p_block ? 1 : hw / p_block;
   }
 };
 
@@ -217,8 +219,22 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
       // [8, 128, 56, 56] 29.1 -> 50.3 (51), [32, 2048, 7, 7] 27.3 -> 33.2 (51); from memory the
       // two-group pass had measured [64, 2048, 7, 7] 15.7 against 18.8, [16, 256, 56, 56] 24.9
       // against 26.6.
+      // A pixel a multiple of 4 KiB (1024 channels or more of float) puts every pixel's lines in
+      // one L1 set (a set of 12 ways on Zen 5, 8 on Zen 4), a multiple of 2 KiB in two: a block of
+      // 64 pixels has its lines gone from L1 before the next pair of groups comes to write the
+      // lines beside them. Such pixels go in blocks of 8 (4 KiB) or 16 (2 KiB), so that a block's
+      // lines stay in L1 and each pixel is written as a run. AMD Zen 5 (EPYC, family 26), float,
+      // one thread, us, blocks of 64 -> 8 -> 16: [1, 2048, 7, 7] 36.8 -> 14.3 -> 18.0, [1, 1024,
+      // 14, 14] 60.3 -> 27.3 -> 37.3, [1, 1024, 7, 7] 17.2 -> 7.1, [4, 1024, 14, 14] 298 -> 96,
+      // [16, 1024, 14, 14] 1232 -> 762; [1, 512, 14, 14] 20.2 -> 10.7 -> 9.6, [1, 512, 28, 28] 82.1
+      // -> 50.4 -> 41.7, [1, 512, 56, 56] 326 -> 223 -> 180, [8, 512, 28, 28] 834 -> 747. Other
+      // pixels keep 64: at 256 channels (1 KiB) 8 and 16 were mixed ([1, 256, 56, 56] 90.8 -> 106.6
+      // -> 81.2, [1, 256, 28, 28] 23.7 -> 32.9 -> 24.4, [4, 256, 14, 14] 32.9 -> 19.2 -> 30.0), at
+      // 384 and 768 slower ([1, 384, 28, 28] 25.6 -> 36.9 -> 33.4, [1, 768, 14, 14] 15.5 -> 18.8 ->
+      // 16.6).
       if (walk == nhwc_walk::long_runs) {
-        if (c * std::int64_t(de) >= 1024) j.pair_block = 64;
+        const std::int64_t pixel = c * std::int64_t(de);
+        if (pixel >= 1024) j.pair_block = pixel % 4096 == 0 ? 8 : pixel % 2048 == 0 ? 16 : 64;
         if (c * std::int64_t(de) >= 512) j.streamed_pair_block = all;
       }
     } else {
@@ -229,9 +245,12 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
       // -> 27.0, [1, 1024, 14, 14] 47.5 -> 52.3, [16, 128, 56, 56] 30.9 -> 37.3, [1, 256, 28,
       // 28] 60.3 -> 60.3; at 64 channels 52.2 -> 49.0 ([4, 64, 56, 56]), so not there.
       if (se == 1 && c >= 128 && c % 64 == 0) j.group = 8;
-      const std::int64_t block =
-          (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
-      j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));
+      j.p_block = all;
+      if (all > 64) {
+        const std::int64_t block =
+            (std::int64_t{512} << 10) / std::max<std::int64_t>(1, c * std::int64_t(se + de));
+        j.p_block = std::min(all, std::max<std::int64_t>(64, block / 8 * 8));
+      }
       // 2-byte elements written with a pixel of 1 KiB or more (512 channels), on the cores that
       // take long runs, stream two groups a step (64 channels, two lines of each of 8 pixels)
       // over all pixels, from the last-level cache and from memory alike. Before, these went
