@@ -21,9 +21,23 @@ sequential steps and memcpy, not oneDNN's element-by-element float16 reorder):
   RATIO transform.<figure>.vs_memcpy.min_over_network_shapes
   RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_network_shapes
 Usage: ratios.py <transforms_bench JSON> [--markdown]
+
+With --network, the network benchmark's figures instead, from bench/network.py's JSON (the
+medians that run-onnx and scripts/onnx/bench_ort.js printed, per round): the median over the
+rounds of each side's median time, and
+  RATIO network.<model>.b<batch>.t<threads>.vs_onnxruntime     ONNX Runtime's time over fluidk's
+  RATIO network.<model>.b1.memory.vs_onnxruntime               fluidk's memory over ONNX Runtime's
+  VALUE network.<model>.b<batch>.t<threads>.fluidk_ms, .onnxruntime_ms
+  VALUE network.<model>.b1.fluidk_memory_mib, .onnxruntime_memory_mib
+  VALUE network.<model>.overhead_percent                       run-onnx's, batch 1, one thread
+A side's memory is its process's peak resident set minus the resident set it had before the
+model was loaded (batch 1, one thread; the median over the rounds). A figure a side did not print
+is given as "missing" with the reason, not left out.
+Usage: ratios.py --network <network JSON> [--markdown]
 """
 import json
 import re
+import statistics
 import sys
 
 FIGURES = ["nChw8c_to_nchw", "nchw_to_nChw8c", "nchw_to_nhwc", "nhwc_to_nchw", "f32_to_f16", "f32_to_bf16",
@@ -174,9 +188,109 @@ def tables(bps, markdown, network=False):
     return lines
 
 
+def network_medians(report):
+    """{(model, batch, threads, side): {figure: the median over the rounds}}, and the memory of
+    each side at batch 1 and one thread per model: {(model, side): MiB}, peak minus start (the
+    median over the rounds), absent where a round lacks either figure."""
+    values = {}
+    growth = {}
+    for r in report["runs"]:
+        key = (r["model"], r["batch"], r["threads"], r["side"])
+        for figure in ("median_ms", "overhead_percent"):
+            if figure in r:
+                values.setdefault(key, {}).setdefault(figure, []).append(r[figure])
+        if r["batch"] == 1 and r["threads"] == 1:
+            both = "peak_rss_kb" in r and "start_rss_kb" in r
+            growth.setdefault((r["model"], r["side"]), []).append(
+                (r["peak_rss_kb"] - r["start_rss_kb"]) / 1024 if both else None)
+    medians = {key: {figure: statistics.median(v) for figure, v in figures.items()}
+               for key, figures in values.items()}
+    memory = {key: statistics.median(v) for key, v in growth.items() if None not in v}
+    return medians, memory
+
+
+def network_lines(report, markdown):
+    """The network benchmark's tables, then its RATIO and VALUE lines."""
+    medians, memory = network_medians(report)
+    missing = report.get("missing", {})
+    models, batches, threads = report["models"], report["batches"], report["threads"]
+
+    def why(side, figures):
+        reasons = [missing.get("%s.%s" % (side, f)) for f in figures]
+        reasons = [r for r in reasons if r]
+        return "; ".join(reasons) if reasons else "not measured"
+
+    def table(head, rows):
+        if markdown:
+            return (["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+                    + ["| " + " | ".join(row) + " |" for row in rows] + [""])
+        widths = [max(len(x) for x in column) + 2 for column in zip(head, *rows)]
+        return ["".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                for row in [head] + rows] + [""]
+
+    time_rows, memory_rows, ratio_lines, value_lines = [], [], [], []
+    for model in models:
+        for batch in batches:
+            for t in threads:
+                name = "network.%s.b%d.t%d" % (model, batch, t)
+                mine = medians.get((model, batch, t, "fluidk"), {}).get("median_ms")
+                ref = medians.get((model, batch, t, "onnxruntime"), {}).get("median_ms")
+                ratio = ref / mine if mine and ref else None
+                time_rows.append([model, str(batch), str(t), "%.2f" % mine if mine else "-",
+                                  "%.2f" % ref if ref else "-", "%.3f" % ratio if ratio else "-"])
+                if ratio is None:
+                    ratio_lines.append("RATIO %s.vs_onnxruntime missing  (not measured)" % name)
+                else:
+                    ratio_lines.append("RATIO %s.vs_onnxruntime %.3f" % (name, ratio))
+                for side, value in (("fluidk", mine), ("onnxruntime", ref)):
+                    if value is not None:
+                        value_lines.append("VALUE %s.%s_ms %.3f" % (name, side, value))
+        name = "network.%s.b1" % model
+        mine, ref = memory.get((model, "fluidk")), memory.get((model, "onnxruntime"))
+        memory_rows.append([model, "%.1f" % mine if mine is not None else "missing",
+                            "%.1f" % ref if ref is not None else "missing",
+                            "%.3f" % (mine / ref) if mine is not None and ref else "-"])
+        if mine is not None and ref:
+            ratio_lines.append("RATIO %s.memory.vs_onnxruntime %.3f" % (name, mine / ref))
+        else:
+            reasons = [why(side, ("peak_rss_kb", "start_rss_kb"))
+                       for side, v in (("fluidk", mine), ("onnxruntime", ref)) if v is None]
+            ratio_lines.append("RATIO %s.memory.vs_onnxruntime missing  (%s)" % (
+                name, "; ".join(reasons) or "ONNX Runtime's memory did not grow"))
+        for side, value in (("fluidk", mine), ("onnxruntime", ref)):
+            if value is None:
+                value_lines.append("VALUE %s.%s_memory_mib missing  (%s)" % (
+                    name, side, why(side, ("peak_rss_kb", "start_rss_kb"))))
+            else:
+                value_lines.append("VALUE %s.%s_memory_mib %.1f" % (name, side, value))
+        overhead = medians.get((model, 1, 1, "fluidk"), {}).get("overhead_percent")
+        if overhead is None:
+            value_lines.append("VALUE network.%s.overhead_percent missing  (%s)" % (
+                model, why("fluidk", ("overhead_percent",))))
+        else:
+            value_lines.append("VALUE network.%s.overhead_percent %.2f" % (model, overhead))
+
+    blank = [""] if markdown else []
+    lines = ["network: median ms of a run (ONNX Runtime's over fluidk's: > 1 when fluidk is faster)"] + blank
+    lines += table(["model", "batch", "threads", "fluidk ms", "ONNX Runtime ms", "ratio"], time_rows)
+    lines.append("network: memory at batch 1, one thread, MiB (peak RSS minus the RSS before the model; "
+                 "fluidk's over ONNX Runtime's: the goal is <= 1.2)")
+    lines += blank + table(["model", "fluidk MiB", "ONNX Runtime MiB", "ratio"], memory_rows)
+    if "checked" in report:
+        lines.append("outputs checked: " + report["checked"])
+    return lines + ratio_lines + value_lines
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     markdown = "--markdown" in sys.argv
+    if "--network" in sys.argv:
+        if len(args) != 1:
+            sys.exit("usage: ratios.py --network <bench/network.py JSON output> [--markdown]")
+        lines = network_lines(read(args[0]), markdown)
+        print("\n".join(lines))
+        sys.exit(1 if any(" missing " in line for line in lines if line.startswith("RATIO network.")
+                          and ".memory." not in line) else 0)
     if len(args) != 1:
         sys.exit("usage: ratios.py <transforms_bench JSON output> [--markdown]")
     report = read(args[0])

@@ -2,7 +2,9 @@
 """Checks bench/ratios.py on a made-up transforms_bench report: each RATIO line is the smallest
 ratio of the medians over the sizes it names (sizes above L2 only where it says so), the fused
 pass is compared with its sequential steps, a line against oneDNN names the implementation oneDNN
-ran at that size, and runs that are not medians or that failed are left out.
+ran at that size, and runs that are not medians or that failed are left out; and its network
+figures (--network): medians over the rounds, the memory ratio, and figures not measured named
+as missing.
 Usage: ratios_test.py <bench/ratios.py>"""
 import json
 import os
@@ -107,7 +109,80 @@ expect("network RATIO lines", lines, [
 rc, lines = run(report([median("nchw_to_nhwc/fluidk/%s/t1" % LARGE, 1e9, aggregate="mean")]))
 expect("exit status without medians", rc != 0, True)
 
+
+# --network: bench/network.py's report. Each side's time is the median over the rounds of the
+# medians its processes printed; a side's memory is peak RSS minus start RSS (batch 1, one thread),
+# the median over the rounds; a figure a side did not print is "missing", with the reason.
+def network_run(model, batch, side, round_, ms, **figures):
+    return {"model": model, "batch": batch, "threads": 1, "side": side, "round": round_, "median_ms": ms,
+            **figures}
+
+
+def rss(start_mib, grown_mib):
+    return {"start_rss_kb": start_mib * 1024, "peak_rss_kb": (start_mib + grown_mib) * 1024}
+
+
+network_runs = []
+for r, (mine, ref, grown, overhead) in enumerate(((10, 6, 100, 5), (14, 3, 120, 7), (12, 9, 110, 6))):
+    network_runs += [network_run("resnet18", 1, "fluidk", r, mine, overhead_percent=overhead, **rss(10, grown)),
+                     network_run("resnet18", 1, "onnxruntime", r, ref, **rss(50, 100)),
+                     network_run("resnet18", 8, "fluidk", r, 80, overhead_percent=50, **rss(10, 900)),
+                     network_run("resnet18", 8, "onnxruntime", r, 160, **rss(50, 10))]
+    # run-onnx without the memory and overhead lines.
+    network_runs += [network_run("squeezenet11", 1, "fluidk", r, 4),
+                     network_run("squeezenet11", 1, "onnxruntime", r, 2, **rss(50, 40))]
+network_runs += [network_run("squeezenet11", 8, "fluidk", 0, 30), network_run("squeezenet11", 8, "onnxruntime", 0, 3)]
+network_report = {"models": ["resnet18", "squeezenet11"], "batches": [1, 8], "threads": [1], "runs": network_runs,
+                  "missing": {"fluidk.peak_rss_kb": "run-onnx printed no peak_rss_kb line",
+                              "fluidk.start_rss_kb": "run-onnx printed no start_rss_kb line",
+                              "fluidk.overhead_percent": "run-onnx printed no overhead_percent line"}}
+
+
+def run_network(rep):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "network.json")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        out = subprocess.run([sys.executable, SCRIPT, "--network", path], capture_output=True, text=True)
+    return out.returncode, [line for line in out.stdout.splitlines() if line.startswith(("RATIO ", "VALUE "))]
+
+
+missing_memory = "run-onnx printed no peak_rss_kb line; run-onnx printed no start_rss_kb line"
+rc, lines = run_network(network_report)
+expect("network exit status", rc, 0)
+expect("network lines", lines, [
+    "RATIO network.resnet18.b1.t1.vs_onnxruntime 0.500",
+    "RATIO network.resnet18.b8.t1.vs_onnxruntime 2.000",
+    "RATIO network.resnet18.b1.memory.vs_onnxruntime 1.100",
+    "RATIO network.squeezenet11.b1.t1.vs_onnxruntime 0.500",
+    "RATIO network.squeezenet11.b8.t1.vs_onnxruntime 0.100",
+    "RATIO network.squeezenet11.b1.memory.vs_onnxruntime missing  (%s)" % missing_memory,
+    "VALUE network.resnet18.b1.t1.fluidk_ms 12.000",
+    "VALUE network.resnet18.b1.t1.onnxruntime_ms 6.000",
+    "VALUE network.resnet18.b8.t1.fluidk_ms 80.000",
+    "VALUE network.resnet18.b8.t1.onnxruntime_ms 160.000",
+    "VALUE network.resnet18.b1.fluidk_memory_mib 110.0",
+    "VALUE network.resnet18.b1.onnxruntime_memory_mib 100.0",
+    "VALUE network.resnet18.overhead_percent 6.00",
+    "VALUE network.squeezenet11.b1.t1.fluidk_ms 4.000",
+    "VALUE network.squeezenet11.b1.t1.onnxruntime_ms 2.000",
+    "VALUE network.squeezenet11.b8.t1.fluidk_ms 30.000",
+    "VALUE network.squeezenet11.b8.t1.onnxruntime_ms 3.000",
+    "VALUE network.squeezenet11.b1.fluidk_memory_mib missing  (%s)" % missing_memory,
+    "VALUE network.squeezenet11.b1.onnxruntime_memory_mib 40.0",
+    "VALUE network.squeezenet11.overhead_percent missing  (run-onnx printed no overhead_percent line)",
+])
+
+# A time not measured (ONNX Runtime's at batch 8): "missing", and a failure.
+network_report["runs"] = [r for r in network_runs if not (r["batch"] == 8 and r["side"] == "onnxruntime")]
+rc, lines = run_network(network_report)
+expect("network exit status without a time", rc != 0, True)
+expect("network line without a time", [line for line in lines if ".b8.t1.vs_" in line], [
+    "RATIO network.resnet18.b8.t1.vs_onnxruntime missing  (not measured)",
+    "RATIO network.squeezenet11.b8.t1.vs_onnxruntime missing  (not measured)",
+])
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print("ok: ratios.py gives the smallest ratios, where they were and what oneDNN ran")
+print("ok: ratios.py gives the smallest ratios, where they were and what oneDNN ran; the network figures")

@@ -13,7 +13,12 @@ ONNX Runtime against an implementation written independently of it.
 Writes DIR/<model>/model.onnx, DIR/<model>/test_data_set_0/input_0.pb and numpy_output_K.npy,
 after onnx.checker (with shape inference) has accepted each model.
 
-Usage: make_models.py DIR [MODEL]...   (models: resnet18 mobilenetv2 squeezenet11 cifar)
+--batch N (for scripts/bench) makes each model and its input at batch N instead: N images drawn
+from the same seed (the first is the batch-1 input), and the statistics that batch norm and the
+classifier are drawn around taken over the N of them, so that the weights differ slightly from
+the batch-1 model's.
+
+Usage: make_models.py [--batch N] DIR [MODEL]...   (models: resnet18 mobilenetv2 squeezenet11 cifar)
 Needs Debian's python3-onnx and python3-numpy (scripts/deps): run it with /usr/bin/python3.
 """
 
@@ -288,8 +293,8 @@ def new_net(name, seed, input_shape):
     return net
 
 
-def resnet18():
-    net = new_net("resnet18", 18, (1, 3, 224, 224))
+def resnet18(batch=1):
+    net = new_net("resnet18", 18, (batch, 3, 224, 224))
 
     def conv_bn(x, channels, kernel, stride, pad):
         return net.batch_norm(net.conv(x, channels, kernel, stride, pad, bias=False))
@@ -307,12 +312,12 @@ def resnet18():
             in_channels = channels
     x = net.flatten(net.global_average_pool(x))
     logits = net.rename(net.gemm(x, 1000), "logits")
-    return net.model([("input", [1, 3, 224, 224])], [logits],
+    return net.model([("input", [batch, 3, 224, 224])], [logits],
                      "ResNet-18 (He et al. 2015), torchvision's layout, inference graph")
 
 
-def mobilenetv2():
-    net = new_net("mobilenetv2", 2, (1, 3, 224, 224))
+def mobilenetv2(batch=1):
+    net = new_net("mobilenetv2", 2, (batch, 3, 224, 224))
     # relu6's bounds: constant inputs of every Clip (opset 11 and later), one pair for all.
     low = net.add_initializer("relu6.min", np.array(0.0))
     high = net.add_initializer("relu6.max", np.array(6.0))
@@ -337,12 +342,12 @@ def mobilenetv2():
     v = net.value[x]
     x = net.add_node("Reshape", [x, shape], v.reshape(v.shape[0], -1))
     logits = net.rename(net.gemm(x, 1000), "logits")
-    return net.model([("input", [1, 3, 224, 224])], [logits],
+    return net.model([("input", [batch, 3, 224, 224])], [logits],
                      "MobileNetV2 (Sandler et al. 2018), torchvision's layout, batch norm folded into the convolutions")
 
 
-def squeezenet11():
-    net = new_net("squeezenet11", 11, (1, 3, 224, 224))
+def squeezenet11(batch=1):
+    net = new_net("squeezenet11", 11, (batch, 3, 224, 224))
 
     def fire(x, squeeze, expand):
         s = net.relu(net.conv(x, squeeze, 1))
@@ -368,14 +373,14 @@ def squeezenet11():
     x = net.average_pool(x, 13, 1)
     x = net.flatten(x)
     probabilities = net.rename(net.add_node("Softmax", [x], softmax_np(net.value[x], 1), axis=1), "probabilities")
-    return net.model([("input", [1, 3, 224, 224])], [probabilities],
+    return net.model([("input", [batch, 3, 224, 224])], [probabilities],
                      "SqueezeNet 1.1 (Iandola et al. 2016), torchvision's layout")
 
 
-def cifar():
+def cifar(batch=4):
     """A small net at batch 4 with a symbolic batch dimension, two outputs (one of them also
     read by a node), a Constant node, and pools whose padding matters."""
-    net = new_net("cifar", 10, (4, 3, 32, 32))
+    net = new_net("cifar", 10, (batch, 3, 32, 32))
     x = net.relu(net.batch_norm(net.conv("input", 16, 3, pad=1)))
     x = net.max_pool(x, 3, 2, ceil_mode=1)  # 32 -> 16 only with ceil_mode
     x = net.relu(net.batch_norm(net.conv(x, 32, 3, pad=1)))
@@ -406,13 +411,19 @@ def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
         return 2
-    directory, names = argv[1], argv[2:] or list(MODELS)
+    args, batch = argv[1:], None  # None: each model's own batch (4 for cifar, else 1)
+    if args[0] == "--batch":
+        if len(args) < 3 or not args[1].isdigit() or int(args[1]) < 1:
+            print("make_models.py: --batch takes a positive integer and comes before DIR", file=sys.stderr)
+            return 2
+        batch, args = int(args[1]), args[2:]
+    directory, names = args[0], args[1:] or list(MODELS)
     for name in names:
         if name not in MODELS:
             print(f"make_models.py: no model '{name}' (models: {' '.join(MODELS)})", file=sys.stderr)
             return 2
     for name in names:
-        net = MODELS[name]()
+        net = MODELS[name]() if batch is None else MODELS[name](batch)
         model = net.onnx_model
         onnx.checker.check_model(model, full_check=True)  # full_check: shape inference, strictly
         path = os.path.join(directory, name)

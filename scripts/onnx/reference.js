@@ -186,7 +186,12 @@ async function main(argv) {
   return 0;
 }
 
-main(process.argv.slice(2)).then((rc) => { process.exitCode = rc; }, (err) => {
-  console.error(`reference.js: ${err.stack || err}`);
-  process.exitCode = 1;
-});
+// scripts/onnx/bench_ort.js reads the inputs with the same reader.
+module.exports = {readTensorProto};
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((rc) => { process.exitCode = rc; }, (err) => {
+    console.error(`reference.js: ${err.stack || err}`);
+    process.exitCode = 1;
+  });
+}
