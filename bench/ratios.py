@@ -12,8 +12,9 @@ tensor's shape); a RATIO line gives the smallest of them:
 Each line ends with the size where the ratio was smallest and, against oneDNN, the implementation
 oneDNN ran there (its impl_info_str: "jit:..." is generated code; "simple:any", as for the
 float16 reorders of oneDNN 2.6, and "ref:any" are plain loops, element by element). A size is
-above L2 when the float tensor is larger than the L2 cache of one core, as the benchmark's
-context reports it. The layout transforms also run at a network's shapes
+above L2 when the float tensor is larger than the L2 cache of one core, as fluidk's own
+detection reports it (transforms_bench writes it into the context), else Google Benchmark's;
+without either, each figure above L2 is printed as missing, with the reason. The layout transforms also run at a network's shapes
 (shapes/<figure>/<implementation>/<shape>/t1), one thread (NHWC -> NCHW only there); a table of
 their own and, for information, the smallest ratio over them (the fused pass against its
 sequential steps and memcpy, not oneDNN's element-by-element float16 reorder):
@@ -75,6 +76,12 @@ def load(path, network=False, report=None):
     `report` when it was read already."""
     report = read(path) if report is None else report
     out = {key: b["bytes_per_second"] for key, b in medians(report, network)}
+    # fluidk's own detection first (transforms_bench writes it into the context): Google
+    # Benchmark names no cache where the hypervisor hides CPUID's topology leaf and Linux has no
+    # cache folder, where fluidk still finds L2 (AMD's legacy leaves).
+    fluidk_l2 = str(report.get("context", {}).get("fluidk_l2_bytes", ""))
+    if fluidk_l2.isdigit() and int(fluidk_l2) > 0:
+        return out, int(fluidk_l2)
     l2 = None
     for cache in report.get("context", {}).get("caches", []):
         if cache.get("level") == 2 and cache.get("type") in ("Unified", "Data"):
@@ -298,13 +305,21 @@ def main():
     network, _ = load(args[0], network=True, report=report)
     if not bps and not network:
         sys.exit("ratios.py: no medians in %s (run with --benchmark_repetitions > 1)" % args[0])
-    if bps and l2 is None:
-        print("ratios.py: the benchmark's context names no L2 cache: no ratio above L2", file=sys.stderr)
     print("\n".join(tables(bps, markdown) + tables(network, markdown, network=True)))
     found = ratios(bps, l2)
     implementations = onednn_implementations(report)
     for name, value, size in found:
         print(ratio_line(name, value, size, size_name(size), implementations, markdown))
+    if bps and l2 is None:
+        # Never dropped silently: each figure above L2 that was measured is printed as missing.
+        measured = {(k[0], k[1]) for k in bps}
+        names = ["transform.%s.vs_memcpy.min_over_sizes_above_l2" % f for f in FIGURES
+                 if (f, "fluidk") in measured and (f, "memcpy") in measured]
+        if {("fused_nChw8c_f32_to_nchw_f16", "fluidk"), ("fused_nChw8c_f32_to_nchw_f16", "sequential")} <= measured:
+            names.append("transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2")
+        for name in names:
+            print("RATIO %s missing  (no L2 size: neither fluidk's detection nor the benchmark's context "
+                  "gave one)" % name)
     found_network = network_ratios(network)
     implementations = onednn_implementations(report, network=True)
     for name, value, shape in found_network:

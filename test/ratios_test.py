@@ -83,6 +83,21 @@ expect("RATIO lines", lines, [
     "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500  (at 1.125 MiB)",
 ])
 
+# fluidk's detected L2 in the context serves where Google Benchmark names no cache; without
+# either, each figure above L2 is printed as missing, with the reason, never dropped.
+rc, lines = run({"context": {"fluidk_l2_bytes": str(L2)}, "benchmarks": benchmarks})
+expect("fluidk's L2: exit status", rc, 0)
+expect("fluidk's L2: RATIO lines", [line for line in lines if "above_l2" in line], [
+    "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 0.800  (at 1.125 MiB)",
+    "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500  (at 1.125 MiB)",
+])
+rc, lines = run({"context": {}, "benchmarks": benchmarks})
+no_l2 = "  (no L2 size: neither fluidk's detection nor the benchmark's context gave one)"
+expect("no L2: RATIO lines", [line for line in lines if "above_l2" in line], [
+    "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 missing" + no_l2,
+    "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 missing" + no_l2,
+])
+
 # --markdown: the same figures, without the notes.
 rc, lines = run(report(benchmarks), "--markdown")
 expect("markdown exit status", rc, 0)
