@@ -1092,10 +1092,19 @@ TEST_CASE(
   // blocks of 64 and a part of one, an odd number of pairs (272 and 144 channels), a full
   // chunk left after the pairs (264) and a partial one (260), at a target on a line and 32
   // bytes off one, on one thread and two.
-  const std::vector<dims> cases{{1, 256, 7, 7}, {2, 272, 14, 14}, {1, 264, 5, 13},  {1, 260, 9, 9},
-                                {1, 128, 3, 5}, {1, 144, 16, 16}, {1, 256, 1, 130}, {1, 512, 16, 20},
+  const std::vector<dims> cases{{1, 256, 7, 7},
+                                {2, 272, 14, 14},
+                                {1, 264, 5, 13},
+                                {1, 260, 9, 9},
+                                {1, 128, 3, 5},
+                                {1, 144, 16, 16},
+                                {1, 256, 1, 130},
+                                {1, 512, 16, 20},
                                 // Blocks of 8 pixels (and a part of one) and of 16.
-                                {1, 1024, 7, 7}, {2, 2048, 3, 5}, {1, 512, 5, 9}, {1, 1536, 6, 6}};
+                                {1, 1024, 7, 7},
+                                {2, 2048, 3, 5},
+                                {1, 512, 5, 9},
+                                {1, 1536, 6, 6}};
   kernels::nhwc_walk_scope walk(long_runs);
   for (const dims& s : cases) {
     INFO(describe(data_layout::nchw, data_layout::nhwc, s, 4));

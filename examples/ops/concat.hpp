@@ -151,7 +151,7 @@ struct concat_onednn {
         }
       } else {
         for (std::size_t i = 0; i < xs.size(); ++i) {
-          const T* x = xs[i].template data<T>();
+          const T* x = std::as_const(xs[i]).template data<T>();  // read only: its version stays
           const std::int64_t inner = g.inner[i];
           for (std::int64_t o = 0; o < g.outer; ++o)
             std::copy(x + o * inner, x + (o + 1) * inner, y + o * g.out_inner + g.at[i]);
