@@ -189,13 +189,10 @@ struct conv2d_geometry {
 // (to [fuse_alpha, fuse_beta], both required) or "sigmoid", each computing what the relu,
 // clip and sigmoid operators compute.
 struct conv2d_epilogue {
-  // The values are the CUDA launcher's kinds (cuda_launch::conv2d_epilogue_f32 and _f64).
-  enum activation_kind : int { none = 0, relu = 1, clip = 2, sigmoid = 3 };
   bool bias = false, residual = false;
-  activation_kind activation = none;
-  float lo = 0, hi = 0;  // clip's bounds
+  detail::fused_activation activation;  // its kinds are also the CUDA and OpenCL epilogues'
 
-  bool empty() const { return !bias && !residual && activation == none; }
+  bool empty() const { return !bias && !residual && activation.kind == detail::fused_activation::none; }
 
   static conv2d_epilogue of(const execution_context& ctx, const conv2d_geometry& g, const Tensor& input) {
     using detail::require;
@@ -220,38 +217,8 @@ struct conv2d_epilogue {
               "ResidualData holds " + std::string(name_of(r.dtype())) + ", not Input's " +
                   std::string(name_of(input.dtype())));
     }
-    const std::string name = ctx.attributes().get_or<std::string>("fuse_activation", "", ctx.op_type());
-    if (name == "relu") {
-      e.activation = relu;
-    } else if (name == "sigmoid") {
-      e.activation = sigmoid;
-    } else if (name == "clip") {
-      e.activation = clip;
-      require(ctx.attributes().find("fuse_alpha") != nullptr && ctx.attributes().find("fuse_beta") != nullptr,
-              ctx, "fuse_activation \"clip\" needs attributes 'fuse_alpha' (min) and 'fuse_beta' (max)");
-      e.lo = detail::number_attr_as<float>(ctx, "fuse_alpha", 0.f);
-      e.hi = detail::number_attr_as<float>(ctx, "fuse_beta", 0.f);
-      require(!std::isnan(e.lo) && !std::isnan(e.hi), ctx, "attribute 'fuse_alpha' or 'fuse_beta' is NaN");
-    } else if (!name.empty()) {
-      detail::fail(ctx, "attribute 'fuse_activation' is \"" + name +
-                            "\"; conv2d takes \"\" (none), \"relu\", \"clip\" or \"sigmoid\"");
-    }
+    e.activation = detail::fused_activation::of(ctx, true);
     return e;
-  }
-
-  template <class T>
-  T activate(T v) const {
-    switch (activation) {
-      case relu:
-        return detail::relu_of(v);
-      case clip:
-        return detail::activation_clip_of(v, T(lo), T(hi));
-      case sigmoid:
-        return detail::activation_sigmoid_of(v);
-      case none:
-        break;
-    }
-    return v;
   }
 
   // On the host, over an NCHW output: y = act(y + bias[channel] + residual), one pass.
@@ -267,7 +234,7 @@ struct conv2d_epilogue {
         T v = out[i];
         if (bias) v += b;
         if (residual) v += r[i];
-        out[i] = activate(v);
+        out[i] = activation(v);
       }
     }
   }
@@ -369,7 +336,7 @@ struct conv2d_onednn {
     key << g.n << g.c << g.h << g.w << g.oc << g.kh << g.kw << g.groups << g.strides[0] << g.strides[1]
         << g.dilations[0] << g.dilations[1] << g.paddings[0] << g.paddings[1] << g.paddings_end[0]
         << g.paddings_end[1] << input.layout() << ctx.kernel().layout() << epilogue.bias << epilogue.residual
-        << int(epilogue.activation) << epilogue.lo << epilogue.hi;
+        << int(epilogue.activation.kind) << epilogue.activation.lo << epilogue.activation.hi;
     const auto kept = detail::kept_primitive<dnnl::convolution_forward>(
         dnn, key, [&] { return choose(g, epilogue, input.layout(), ctx.kernel().layout(), dnn); });
     const dnnl::convolution_forward::primitive_desc& pd = kept->pd;
@@ -464,12 +431,7 @@ struct conv2d_onednn {
   static dnnl::primitive_attr post_ops_of(const conv2d_epilogue& e) {
     dnnl::post_ops post;
     if (e.residual) post.append_sum(1.f);
-    if (e.activation == conv2d_epilogue::relu)
-      post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    if (e.activation == conv2d_epilogue::sigmoid)
-      post.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
-    if (e.activation == conv2d_epilogue::clip)
-      post.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, e.lo > e.hi ? e.hi : e.lo, e.hi);
+    detail::append_onednn_activation(post, e.activation);
     dnnl::primitive_attr attr;
     attr.set_post_ops(post);
     return attr;
@@ -553,7 +515,7 @@ __kernel void conv2d_f32(__global const float* x, ulong x_off, __global const fl
     for (long ky = ky0; ky < ky1; ++ky, in_row += row_step, f_row += kw)
       for (long kx = kx0; kx < kx1; ++kx) sum += x[in_row + kx * dw] * w[f_row + kx];
   }
-  // The epilogue, as conv2d_epilogue::apply computes it (the kinds are its activation_kind).
+  // The epilogue, as conv2d_epilogue::apply computes it (the kinds are detail::fused_activation's).
   if (has_bias) sum += b[b_off + channel];
   if (has_residual) sum += r[r_off + row * plane + e];
   if (activation == 1) {
@@ -618,7 +580,8 @@ struct conv2d_opencl {
         cl_long(g.kw), cl_long(g.ow), cl_long(g.c / g.groups), cl_long(g.oc / g.groups),
         cl_long(g.strides[0]), cl_long(g.strides[1]), cl_long(g.paddings[0]), cl_long(g.paddings[1]),
         cl_long(g.dilations[0]), cl_long(g.dilations[1]), bias_arg, cl_int(epilogue.bias), residual_arg,
-        cl_int(epilogue.residual), cl_int(epilogue.activation), epilogue.lo, epilogue.hi);
+        cl_int(epilogue.residual), cl_int(epilogue.activation.kind), epilogue.activation.lo,
+        epilogue.activation.hi);
     ctx.set_output("Output", std::move(out));
   }
 };
@@ -660,16 +623,16 @@ struct conv2d_cudnn {
       const Tensor residual = epilogue.residual ? detail::row_major(ctx.input("ResidualData")) : Tensor();
       const T* b = epilogue.bias ? detail::device_data<T>(bias) : nullptr;
       const T* r = epilogue.residual ? detail::device_data<T>(residual) : nullptr;
-      const int kind = int(epilogue.activation);
+      const int kind = int(epilogue.activation.kind);
       cudaError_t status;
       if constexpr (std::is_same_v<T, float>)
-        status =
-            cuda_launch::conv2d_epilogue_f32(call.stream(), detail::device_data<T>(out), b, r, out.numel(),
-                                             g.oc, g.oh * g.ow, kind, epilogue.lo, epilogue.hi);
+        status = cuda_launch::conv2d_epilogue_f32(call.stream(), detail::device_data<T>(out), b, r,
+                                                  out.numel(), g.oc, g.oh * g.ow, kind,
+                                                  epilogue.activation.lo, epilogue.activation.hi);
       else
-        status =
-            cuda_launch::conv2d_epilogue_f64(call.stream(), detail::device_data<T>(out), b, r, out.numel(),
-                                             g.oc, g.oh * g.ow, kind, epilogue.lo, epilogue.hi);
+        status = cuda_launch::conv2d_epilogue_f64(call.stream(), detail::device_data<T>(out), b, r,
+                                                  out.numel(), g.oc, g.oh * g.ow, kind,
+                                                  epilogue.activation.lo, epilogue.activation.hi);
       detail::cuda_require(status, ctx, "the conv2d epilogue kernel");
     }
     ctx.set_output("Output", std::move(out));

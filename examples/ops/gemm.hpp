@@ -40,62 +40,12 @@
 
 namespace fluidk::ops {
 
-namespace detail {
-// gemm's fused activation, read from fuse_activation, fuse_alpha and fuse_beta and checked.
-struct gemm_fused_activation {
-  // The values are the CUDA launcher's kinds (cuda_launch::gemm_activation).
-  enum kind_type : int { none = 0, relu = 1, clip = 2, sigmoid = 3 };
-  kind_type kind = none;
-  float lo = 0, hi = 0;  // clip's bounds
-
-  static gemm_fused_activation of(const execution_context& ctx) {
-    gemm_fused_activation act;
-    const std::string name = ctx.attributes().get_or<std::string>("fuse_activation", "", ctx.op_type());
-    if (name.empty()) return act;
-    if (name == "relu") {
-      act.kind = relu;
-    } else if (name == "sigmoid") {
-      act.kind = sigmoid;
-    } else if (name == "clip") {
-      act.kind = clip;
-      act.lo = number_attr_as<float>(ctx, "fuse_alpha", -std::numeric_limits<float>::max());
-      act.hi = number_attr_as<float>(ctx, "fuse_beta", std::numeric_limits<float>::max());
-      require(!std::isnan(act.lo) && !std::isnan(act.hi), ctx,
-              "attribute 'fuse_alpha' or 'fuse_beta' is NaN");
-    } else {
-      fail(ctx, "attribute 'fuse_activation' is \"" + name +
-                    "\"; it takes \"\" (none), \"relu\", \"clip\" or \"sigmoid\"");
-    }
-    return act;
-  }
-  template <class T>
-  T operator()(T v) const {
-    switch (kind) {
-      case relu:
-        return relu_of(v);
-      case clip:
-        return activation_clip_of(v, T(lo), T(hi));
-      case sigmoid:
-        return activation_sigmoid_of(v);
-      case none:
-        break;
-    }
-    return v;
-  }
-  template <class T>
-  void apply(T* y, std::int64_t n) const {
-    if (kind != none)
-      for (std::int64_t i = 0; i < n; ++i) y[i] = (*this)(y[i]);
-  }
-};
-}  // namespace detail
-
 struct gemm_geometry {
   detail::matrix_product product;  // one product, no batch
   double alpha = 1, beta = 1;
   bool has_c = false;
   detail::broadcast_matrix c_at;  // where C's element (i, j) is
-  detail::gemm_fused_activation activation;
+  detail::fused_activation activation;
 
   static gemm_geometry of(const execution_context& ctx, const Tensor& a, const Tensor& b) {
     detail::require(a.dims().rank() == 2 && b.dims().rank() == 2, ctx,
@@ -121,7 +71,7 @@ struct gemm_geometry {
     }
     g.alpha = detail::number_attr(ctx, "alpha", 1.0);
     g.beta = detail::number_attr(ctx, "beta", 1.0);
-    g.activation = detail::gemm_fused_activation::of(ctx);
+    g.activation = detail::fused_activation::of(ctx, false);
     return g;
   }
   dims out() const { return {product.m, product.n}; }
@@ -171,15 +121,9 @@ struct gemm_onednn {
     memory dst = detail::onednn_matrix_memory(out, {}, p.m, p.n, false, dnn);
     // Const: C is read only (a mutable Tensor's data() would move its storage's version).
     const Tensor c = g.has_c ? detail::row_major(ctx.input("C")) : Tensor();
-    // The activation, last: an eltwise post-op, except clip with min above max, where oneDNN
-    // returns min and clip max; that one is applied here after the product.
-    const detail::gemm_fused_activation& act = g.activation;
-    const bool host_activation = act.kind == act.clip && act.lo > act.hi;
+    // The activation, last: an eltwise post-op.
     auto append_activation = [&](dnnl::post_ops& post) {
-      if (act.kind == act.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-      if (act.kind == act.sigmoid) post.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
-      if (act.kind == act.clip && !host_activation)
-        post.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, act.lo, act.hi);
+      detail::append_onednn_activation(post, g.activation);
     };
     // C as a row of biases: oneDNN adds it to every row of the product.
     if (g.has_c && g.alpha == 1 && g.beta == 1 && g.c_at.row_stride == 0 && g.c_at.col_stride == 1) {
@@ -216,7 +160,6 @@ struct gemm_onednn {
                                {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
     }
     dnn.wait();
-    if (host_activation) act.apply(out.data<float>(), p.m * p.n);
     ctx.set_output("Out", std::move(out));
   }
 };
@@ -246,7 +189,7 @@ struct gemm_opencl {
                                    float(g.beta), out);
     // The activation in place: each work-item reads and writes its own element.
     const std::int64_t n = out.numel();
-    const detail::gemm_fused_activation& act = g.activation;
+    const detail::fused_activation& act = g.activation;
     if (n > 0 && act.kind == act.relu)
       detail::opencl_launch(ctx, "relu_f32", std::size_t(n), 1, detail::cl_arg<float>(out),
                             detail::cl_buffer(out), cl_ulong(n));
@@ -290,7 +233,7 @@ struct gemm_cuda {
     }
     detail::cublas_matrix_products<T>(ctx, call, p, detail::device_data<T>(a), detail::device_data<T>(b),
                                       detail::device_data<T>(out), T(g.alpha), T(g.has_c ? 1 : 0));
-    const detail::gemm_fused_activation& act = g.activation;
+    const detail::fused_activation& act = g.activation;
     if (act.kind != act.none)
       detail::cuda_require(cuda_launch::gemm_activation<T>(call.stream(), detail::device_data<T>(out),
                                                            p.m * p.n, int(act.kind), T(act.lo), T(act.hi)),

@@ -1,5 +1,6 @@
-// What batch_norm, clip and sigmoid share: the value of each as every kernel computes it, the
-// checks of their attributes and shapes, and their OpenCL C source (activation_opencl_source).
+// What batch_norm, clip, sigmoid and the fused activations of conv2d and gemm share: the value of each as
+// every kernel computes it, the checks of their attributes and shapes, and their OpenCL C source
+// (activation_opencl_source).
 #pragma once
 
 #include <cmath>
@@ -26,6 +27,61 @@ template <class T>
 T activation_sigmoid_of(T v) {
   return T(1) / (T(1) + std::exp(-v));
 }
+
+// The activation a fused operator applies last (conv2d's and gemm's fuse_activation): ""
+// (none), "relu", "clip" (to [fuse_alpha, fuse_beta]) or "sigmoid", each computing what the
+// relu, clip and sigmoid operators compute. Read from the attributes and checked.
+struct fused_activation {
+  // The values are the CUDA launchers' and the OpenCL kernels' kinds.
+  enum kind_type : int { none = 0, relu = 1, clip = 2, sigmoid = 3 };
+  kind_type kind = none;
+  float lo = 0, hi = 0;  // clip's bounds
+
+  // clip_bounds_required: clip needs both bounds given (conv2d); else a bound left out is
+  // the lowest or highest float (gemm).
+  static fused_activation of(const execution_context& ctx, bool clip_bounds_required) {
+    fused_activation act;
+    const std::string name = ctx.attributes().get_or<std::string>("fuse_activation", "", ctx.op_type());
+    if (name.empty()) return act;
+    if (name == "relu") {
+      act.kind = relu;
+    } else if (name == "sigmoid") {
+      act.kind = sigmoid;
+    } else if (name == "clip") {
+      act.kind = clip;
+      require(!clip_bounds_required || (ctx.attributes().find("fuse_alpha") != nullptr &&
+                                        ctx.attributes().find("fuse_beta") != nullptr),
+              ctx, "fuse_activation \"clip\" needs attributes 'fuse_alpha' (min) and 'fuse_beta' (max)");
+      act.lo = number_attr_as<float>(ctx, "fuse_alpha", -std::numeric_limits<float>::max());
+      act.hi = number_attr_as<float>(ctx, "fuse_beta", std::numeric_limits<float>::max());
+      require(!std::isnan(act.lo) && !std::isnan(act.hi), ctx,
+              "attribute 'fuse_alpha' or 'fuse_beta' is NaN");
+    } else {
+      fail(ctx, "attribute 'fuse_activation' is \"" + name +
+                    "\"; it takes \"\" (none), \"relu\", \"clip\" or \"sigmoid\"");
+    }
+    return act;
+  }
+  template <class T>
+  T operator()(T v) const {
+    switch (kind) {
+      case relu:
+        return relu_of(v);
+      case clip:
+        return activation_clip_of(v, T(lo), T(hi));
+      case sigmoid:
+        return activation_sigmoid_of(v);
+      case none:
+        break;
+    }
+    return v;
+  }
+  template <class T>
+  void apply(T* y, std::int64_t n) const {
+    if (kind != none)
+      for (std::int64_t i = 0; i < n; ++i) y[i] = (*this)(y[i]);
+  }
+};
 
 // clip's bounds, checked: a NaN bound would make the kernels disagree (oneDNN's clip returns
 // the bound, the comparisons return x), so it is refused rather than computed one way.

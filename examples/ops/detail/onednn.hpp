@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "ops/detail/common.hpp"
+#include "ops/detail/network_activation.hpp"
 
 namespace fluidk::ops::detail {
 
@@ -78,6 +79,16 @@ inline dnnl::memory reordered(dnnl::memory user, const dnnl::memory::desc& wante
   dnnl::memory out(wanted, dnn.engine());
   dnnl::reorder(user, out).execute(dnn.stream(), user, out);
   return out;
+}
+
+// A fused activation as an eltwise post-op. oneDNN's clip returns min where min is above max;
+// clip to [max, max] gives what the comparisons give there: max.
+inline void append_onednn_activation(dnnl::post_ops& post, const fused_activation& act) {
+  if (act.kind == fused_activation::relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (act.kind == fused_activation::sigmoid)
+    post.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+  if (act.kind == fused_activation::clip)
+    post.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, act.lo > act.hi ? act.hi : act.lo, act.hi);
 }
 
 // The key of an object in the oneDNN cache (onednn_cache): its kind, then every value that
