@@ -166,8 +166,7 @@ inline dnnl::memory prepared_weights(onednn_context& dnn, const Tensor& source, 
   onednn_key key("weights");
   key << user.get_desc() << wanted;
   return dnn.cache().prepared(source, key.str(), [&] {
-    dnnl::memory out(wanted, dnn.engine());
-    dnnl::reorder(user, out).execute(dnn.stream(), const_cast<dnnl::memory&>(user), out);
+    dnnl::memory out = reordered(user, wanted, dnn);
     dnn.wait();  // another thread may take it from the cache and run on its own stream
     return out;
   });
