@@ -841,7 +841,7 @@ TEST_CASE("text form: errors name the line and what was expected", "[program][te
         "fluidk: program text, line 2: expected ':' after the variable name 'x', found 'LoDTensor'");
   CHECK(message("block 0\n\n  var x : Tensor float []") ==
         "fluidk: program text, line 3: unknown variable kind 'Tensor'; accepted: LoDTensor, SelectedRows, "
-        "LoDTensorArray, nothing");
+        "LoDTensorArray, StepScopes, nothing");
   CHECK_THAT(message("block 0\n  var x : LoDTensor flaot []"),
              Catch::StartsWith("fluidk: program text, line 2: unknown data type 'flaot'; accepted: float"));
   CHECK(message("block 0\n  var x : LoDTensor float [2, x]") ==
@@ -891,7 +891,7 @@ TEST_CASE("text form: errors name the line and what was expected", "[program][te
         "fluidk: program text, line 2: input slot 'X' appears twice");
   CHECK(message("block 0\n  op test_sum (X: a) -> (Out: b) {n: integer 1}") ==
         "fluidk: program text, line 2: unknown attribute kind 'integer'; accepted: bool, int, int64, float, "
-        "double, string, ints, int64s, floats, strings");
+        "double, string, ints, int64s, floats, strings, bools, block, blocks");
   CHECK(message("block 0\n  op test_sum (X: a) -> (Out: b) {n: int 3000000000}") ==
         "fluidk: program text, line 2: an integer for attribute 'n' '3000000000' is out of range");
   CHECK(message("block 0\n  op test_sum (X: a) -> (Out: b) {n: bool yes}") ==

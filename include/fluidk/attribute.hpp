@@ -1,9 +1,14 @@
-// Operator attributes: the usual kinds of Fluid's OpDesc attributes, kept in a small map
-// ordered by name, with typed access that names the operator and the attribute on error.
+// Operator attributes: the kinds of Fluid's OpDesc attributes, kept in a small map ordered by
+// name, with typed access that names the operator and the attribute on error. Besides numbers,
+// strings and their lists: bools (a list of bool), and block and blocks, which name sub-blocks
+// of the operator's program by index (Fluid's BLOCK and BLOCKS: a control-flow operator's body,
+// fluidk/control_flow.hpp).
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,13 +22,33 @@
 
 namespace fluidk {
 
+// A block of the operator's program, by its index (ProgramDesc::block). BlockDesc::append_op
+// checks that it exists and is a child of the operator's block.
+struct block_ref {
+  std::size_t index = 0;
+  friend bool operator==(const block_ref&, const block_ref&) = default;
+};
+
 using attribute =
     std::variant<bool, std::int32_t, std::int64_t, float, double, std::string, std::vector<std::int32_t>,
-                 std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>>;
+                 std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>, std::vector<bool>,
+                 block_ref, std::vector<block_ref>>;
 
 // Names of the kinds, in the variant's order, for error messages and the text form.
-inline constexpr std::string_view attribute_kind_names[] = {"bool",   "int",  "int64",  "float",  "double",
-                                                            "string", "ints", "int64s", "floats", "strings"};
+inline constexpr std::string_view attribute_kind_names[] = {"bool",   "int",   "int64",  "float",  "double",
+                                                            "string", "ints",  "int64s", "floats", "strings",
+                                                            "bools",  "block", "blocks"};
+static_assert(std::size(attribute_kind_names) == std::variant_size_v<attribute>);
+
+// The kinds, listed for messages: "bool, int, ..., blocks".
+inline std::string attribute_kinds_list() {
+  std::string out;
+  for (const std::string_view k : attribute_kind_names) {
+    if (!out.empty()) out += ", ";
+    out += k;
+  }
+  return out;
+}
 
 inline std::string_view kind_name(const attribute& a) { return attribute_kind_names[a.index()]; }
 
@@ -64,8 +89,8 @@ class attribute_map {
   template <class T>
   const T& get(std::string_view name, std::string_view owner = "") const {
     static_assert(attribute_index<T> < std::variant_size_v<attribute>,
-                  "fluidk: attributes are bool, int32_t, int64_t, float, double, std::string, or vectors of "
-                  "int32_t, int64_t, float, std::string");
+                  "fluidk: attributes are bool, int32_t, int64_t, float, double, std::string, vectors of "
+                  "int32_t, int64_t, float, std::string or bool, block_ref or a vector of block_ref");
     const attribute* a = find(name);
     if (a == nullptr) throw error(prefix(owner) + "has no attribute '" + std::string(name) + "'");
     if (const T* value = std::get_if<T>(a)) return *value;

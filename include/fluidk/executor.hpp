@@ -9,6 +9,7 @@
 // activation's storage released after its last use, prepare_options) and timing (time_runs).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "fluidk/content_stamp.hpp"
+#include "fluidk/control_flow.hpp"
+#include "fluidk/detail/error_context.hpp"
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/program/desc.hpp"
 #include "fluidk/runtime_call.hpp"
@@ -67,6 +70,11 @@ struct executor_stats {
   std::uint64_t run_ns = 0;
   std::uint64_t kernel_ns = 0;
   std::uint64_t transform_ns = 0;
+  // Control flow (fluidk/control_flow.hpp): sub-block runs (a while's steps, a
+  // conditional_block's runs), and conditions copied to the host to be tested (one per test of a
+  // condition that lives on a device; their bytes are counted in bytes_copied).
+  std::uint64_t block_runs = 0;
+  std::uint64_t condition_copies = 0;
 };
 
 // How a program is prepared (Executor::prepare). Eager deletion, as Fluid's garbage collector:
@@ -183,6 +191,24 @@ class transfer_cache {
   std::unordered_map<key, entry, key_hash> entries_;
 };
 
+namespace detail {
+// Calls read(name, block) for every input and write(name, block) for every output of the
+// operators of block `b`, in order, with the block the operator is in; a control-flow
+// operator's sub-blocks are walked between its inputs and its outputs.
+template <class Read, class Write>
+void walk_block_uses(const BlockDesc& b, Read&& read, Write&& write) {
+  for (const OpDesc& op : b.ops()) {
+    for (const auto& [slot, names] : op.inputs())
+      for (const std::string& name : names) read(name, b);
+    if (b.program() != nullptr)
+      for (const std::size_t sub : sub_blocks(op))
+        if (sub < b.program()->num_blocks()) walk_block_uses(b.program()->block(sub), read, write);
+    for (const auto& [slot, names] : op.outputs())
+      for (const std::string& name : names) write(name, b);
+  }
+}
+}  // namespace detail
+
 class Executor {
  public:
   explicit Executor(fluidk::place where, std::size_t cache_bytes = std::size_t(1) << 30)
@@ -204,6 +230,11 @@ class Executor {
     timing_ = on;
     instrumented_ = trace_ != nullptr || timing_;
   }
+  // The most steps one run of a `while` may take (fluidk/control_flow.hpp): a loop whose
+  // condition is still true after that many is an error naming it, not a hang. 0, the
+  // default: no limit.
+  void set_max_steps(std::uint64_t steps) noexcept { max_steps_ = steps; }
+  std::uint64_t max_steps() const noexcept { return max_steps_; }
 
   // A block resolved against a scope: operators found, variables looked up (made in the
   // scope when missing), attributes read. Valid while the scope lives.
@@ -273,8 +304,35 @@ class Executor {
       Variable* variable;
       Scope* scope;
     };
+    // A control-flow operator (fluidk/control_flow.hpp): its sub-block, prepared once on the
+    // scope every step runs in (a child of the program's scope), and what a step resets.
+    struct control {
+      control_kind kind = control_kind::none;
+      std::size_t block = 0;           // the sub-block's index
+      Scope* parent = nullptr;         // the program's scope
+      Scope* scope = nullptr;          // the steps' scope when they share one: a child of `parent`
+      std::unique_ptr<prepared> body;  // prepared on `scope`
+      std::vector<std::string> fresh;  // the body's own variables it reads before it writes them,
+                                       // emptied before each step of the shared scope
+      bool keep_scopes = false;        // a scope per step, kept and listed in StepScopes (Scope)
+      bool scalar = true;              // conditional_block: is_scalar_condition
+
+      control() = default;
+      control(const control&) = delete;
+      control& operator=(const control&) = delete;
+      // The scope goes with the operator, after its body (whose own sub-blocks' scopes are
+      // children of it).
+      ~control() {
+        body.reset();
+        if (scope != nullptr) try {
+            parent->delete_scope(*scope);
+          } catch (const error&) {  // deleted with the scope's other children already
+          }
+      }
+    };
     struct cold {
-      std::uint32_t first_arg = 0;  // into args_
+      std::unique_ptr<control> flow;  // set for a control-flow operator
+      std::uint32_t first_arg = 0;    // into args_
       attribute_map attrs;
       selection_request request;  // what the attributes ask for, read once
       kernel_key expected;        // of the last choice
@@ -429,6 +487,10 @@ class Executor {
   // move or a trace to write.
   [[gnu::noinline]] void run_op_slowly(prepared& p, std::size_t index) {
     prepared::op& o = p.ops_[index];
+    if (p.cold_[index].flow) {
+      run_control(p, index);
+      return;
+    }
     const std::optional<fallback_policy> policy = registry_->global_fallback();
     const bool same = o.entry != nullptr && policy_code(policy) == o.policy &&
                       same_states(p, o, {p.inputs_.data() + o.first_input, o.input_count});
@@ -474,6 +536,140 @@ class Executor {
     ++stats_.ops_run;
   }
 
+  // --- Control flow (fluidk/control_flow.hpp) ---------------------------------------------
+
+  // A while or conditional_block: its sub-block run while (once when) its condition holds.
+  // An error inside names the operator, its block and the step (the operator that failed
+  // names itself), and leaves no step scope behind.
+  void run_control(prepared& p, std::size_t index) {
+    const prepared::op& o = p.ops_[index];
+    prepared::control& c = *p.cold_[index].flow;
+    const std::uint32_t* in = p.offsets_.data() + o.first_offset;
+    const std::uint32_t* out = in + o.input_slots + 1;
+    // Condition is the while's input slot 1, Cond the conditional_block's slot 0; StepScopes and
+    // Scope are output slot 1 of both.
+    const std::uint32_t slot = c.kind == control_kind::while_loop ? 1 : 0;
+    const std::span<Variable* const> conditions(p.input_variables_.data() + o.first_input + in[slot],
+                                                in[slot + 1] - in[slot]);
+    Variable* scopes = out[2] > out[1] ? p.output_variables_[o.first_output + out[1]] : nullptr;
+    const std::string_view name = o.info->name();
+    ++stats_.ops_run;
+    if (c.keep_scopes) drop_step_scopes(p, scopes);  // the last run's
+    std::uint64_t step = 0;
+    ++depth_;
+    try {
+      if (c.kind == control_kind::while_loop) {
+        while (condition_holds(name, "Condition", *conditions[0])) {
+          if (max_steps_ != 0 && step >= max_steps_)
+            throw error("its condition '" + conditions[0]->name() + "' is still true after " +
+                        std::to_string(step) + " steps, the most Executor::set_max_steps allows");
+          run_step(p, c, scopes);
+          ++step;
+        }
+      } else {
+        bool holds = true;
+        if (c.scalar) {
+          holds = condition_holds(name, "Cond", *conditions[0]);
+        } else {
+          for (const Variable* v : conditions) {
+            const Tensor* t = tensor_of(*v);
+            holds = holds && t != nullptr && t->initialized() && t->numel() != 0;
+          }
+        }
+        if (holds) run_step(p, c, scopes);
+      }
+      --depth_;
+    } catch (const error& e) {
+      --depth_;
+      abandon_steps(p, c, scopes);
+      detail::rethrow_in_context(
+          e, "operator '" + std::string(name) + "' (block " + std::to_string(c.block) +
+                 (c.kind == control_kind::while_loop ? "), step " + std::to_string(step + 1) : ")"));
+    } catch (...) {
+      --depth_;
+      abandon_steps(p, c, scopes);
+      throw;
+    }
+  }
+
+  // One run of the sub-block: in the shared scope, its fresh variables emptied first, or in a
+  // new scope kept in `scopes`.
+  void run_step(prepared& p, prepared::control& c, Variable* scopes) {
+    prepared& body = *c.body;
+    if (c.keep_scopes) {
+      Scope& step = p.scope_->new_scope();
+      scopes->get_mutable<StepScopes>().scopes.push_back(&step);
+      body.scope_ = &step;
+      rebind(body);
+    } else {
+      for (const std::string& name : c.fresh)
+        if (Variable* v = c.scope->find_local(name)) release(*v);
+    }
+    ++stats_.block_runs;
+    run(body);
+  }
+
+  // After a failed run: the step scopes it made are dropped, and the shared scope's variables
+  // emptied, so that nothing of the failed step is left to read.
+  static void abandon_steps(prepared& p, prepared::control& c, Variable* scopes) noexcept {
+    if (c.keep_scopes) {
+      drop_step_scopes(p, scopes);
+    } else {
+      for (const std::string& name : c.body->local_names_)
+        if (Variable* v = c.scope->find_local(name)) release(*v);
+    }
+  }
+
+  // Deletes the step scopes that `scopes` lists (children of the program's scope; one already
+  // gone is skipped) and empties the list.
+  static void drop_step_scopes(prepared& p, Variable* scopes) noexcept {
+    if (scopes == nullptr || !scopes->is<StepScopes>()) return;
+    for (Scope* step : scopes->get_mutable<StepScopes>().scopes) {
+      try {
+        p.scope_->delete_scope(*step);
+      } catch (const error&) {  // deleted with the scope's other children already
+      }
+    }
+    scopes->get_mutable<StepScopes>().scopes.clear();
+  }
+
+  // Whether a condition variable holds: a bool tensor of one element, read on the host. One
+  // on a device is copied to the host first, counted (condition_copies, bytes_copied) and
+  // traced as an input of the operator that moved.
+  bool condition_holds(std::string_view op, std::string_view slot, const Variable& v) {
+    const Tensor* t = v.is<LoDTensor>() ? &v.get<LoDTensor>() : nullptr;
+    if (t == nullptr || !t->initialized() || t->dtype() != data_type::boolean || t->numel() != 1) [[unlikely]]
+      bad_condition(op, slot, v, t);
+    if (t->place().host_accessible()) [[likely]]
+      return *t->data<bool>();
+    const kernel_key from = key_of(*t);
+    const kernel_key to(cpu_place, data_type::boolean, t->layout(), library_type::plain);
+    const Tensor host = detail::preparing_input(op, slot, v.name(), to, [&] { return transform(*t, to); });
+    const std::uint64_t bytes = plan_transform(from, to).bytes_copied(t->dims());
+    ++stats_.condition_copies;
+    stats_.bytes_copied += bytes;
+    if (trace_ != nullptr)
+      trace_->push_back(op_trace{
+          std::string(op),
+          to,
+          to,
+          false,
+          {{std::string(slot), v.name(), from, to, plan_transform(from, to).describe(), bytes, false}}});
+    return *host.data<bool>();
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void bad_condition(std::string_view op, std::string_view slot,
+                                                                   const Variable& v, const Tensor* t) {
+    std::string holds;
+    if (t == nullptr)
+      holds = std::string(name_of(v.kind()));
+    else if (!t->initialized())
+      holds = "an empty tensor";
+    else
+      holds = std::string(name_of(t->dtype())) + " tensor of dims " + t->dims().to_string();
+    throw error("operator '" + std::string(op) + "' input " + std::string(slot) + " ('" + v.name() +
+                "'): a condition is a bool tensor of one element; it holds " + holds);
+  }
+
   using clock = std::chrono::steady_clock;
   static std::uint64_t nanoseconds(clock::duration d) noexcept {
     return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
@@ -496,7 +692,7 @@ class Executor {
     } else {
       for (std::size_t i = 0; i < count; ++i) run_op(p, i);
     }
-    if (timing_) stats_.run_ns += nanoseconds(clock::now() - start);
+    if (timing_ && depth_ == 0) stats_.run_ns += nanoseconds(clock::now() - start);
   }
 
   // What the activations hold as a run starts (the kept outputs of the last run, anything the
@@ -740,7 +936,9 @@ class Executor {
   executor_stats stats_;
   std::vector<op_trace>* trace_ = nullptr;
   bool timing_ = false;
-  bool instrumented_ = false;                          // tracing or timing: no operator takes the plain path
+  bool instrumented_ = false;  // tracing or timing: no operator takes the plain path
+  std::uint64_t max_steps_ = 0;
+  int depth_ = 0;  // sub-blocks being run: only the outermost run counts run_ns
   std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
   std::uint64_t copy_bytes_ = 0;                       // their bytes
 };
@@ -752,12 +950,42 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   // What can refuse the block is looked at before the scope gets a variable, so that a
   // refused block leaves the scope as it was: an unknown operator, a slot it does not
   // declare, an attribute of the wrong kind.
+  (void)detail::control_flow_registered();
   std::vector<const operator_info*> infos;
   std::vector<selection_request> requests;
+  // Per control-flow operator: the names its sub-block (and the blocks inside it) read and write
+  // that this block sees, which count as the operator's own uses.
+  std::vector<std::vector<std::string>> extra_reads(ops.size()), extra_writes(ops.size());
   infos.reserve(ops.size());
   requests.reserve(ops.size());
   for (const op_invocation& call : ops) {
     const operator_info& info = find_operator(call.type);
+    if (info.control() != control_kind::none) {
+      const block_ref& sub = call.attrs.get<block_ref>("sub_block", call.type);
+      if (block == nullptr || block->program() == nullptr)
+        throw error("operator '" + call.type + "' runs block " + std::to_string(sub.index) +
+                    " of its program: prepare the program's block (a BlockDesc of a ProgramDesc), not a list "
+                    "of op_invocations");
+      const ProgramDesc& program = *block->program();
+      if (sub.index >= program.num_blocks() || program.block(sub.index).parent_idx() != block->idx())
+        throw error("operator '" + call.type + "' attribute 'sub_block' names block " +
+                    std::to_string(sub.index) + ", which is not a child of block " +
+                    std::to_string(block->idx()));
+      const std::size_t k = infos.size();
+      std::unordered_set<std::string> reads, writes;
+      detail::walk_block_uses(
+          program.block(sub.index),
+          [&](const std::string& name, const BlockDesc& where) {
+            const VarDesc* outer = block->find_var_recursive(name);
+            if (outer != nullptr && where.find_var_recursive(name) == outer && reads.insert(name).second)
+              extra_reads[k].push_back(name);
+          },
+          [&](const std::string& name, const BlockDesc& where) {
+            const VarDesc* outer = block->find_var_recursive(name);
+            if (outer != nullptr && where.find_var_recursive(name) == outer && writes.insert(name).second)
+              extra_writes[k].push_back(name);
+          });
+    }
     auto check = [&](const auto& given, std::span<const std::string_view> declared, const char* what) {
       for (const auto& [slot, names] : given) {
         bool known = false;
@@ -784,7 +1012,17 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
           if (declared != nullptr && !declared->persistable && seen.insert(name).second)
             p.local_names_.push_back(name);
         }
+    for (const std::vector<std::string>& names : extra_writes)
+      for (const std::string& name : names) {
+        const VarDesc* declared = block->find_var(name);
+        if (declared != nullptr && !declared->persistable && seen.insert(name).second)
+          p.local_names_.push_back(name);
+      }
     make_locals(p);
+    // What a sub-block reads of this block's variables is found (or made) here, not in the
+    // sub-block's scope.
+    for (const std::vector<std::string>& names : extra_reads)
+      for (const std::string& name : names) (void)variable_named(scope, name);
   }
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const op_invocation& call = ops[k];
@@ -835,6 +1073,47 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
   // A context for each operator over its arguments, made again by each choice.
   p.contexts_.reserve(p.ops_.size());
   for (std::size_t i = 0; i < p.ops_.size(); ++i) p.contexts_.push_back(context_for(p, i));
+  // Each control-flow operator's sub-block, prepared once on a child scope, after this block's
+  // variables were found: a name the body does not declare is this block's (or a parent's).
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const operator_info& info = *infos[k];
+    if (info.control() == control_kind::none) continue;
+    const op_invocation& call = ops[k];
+    const ProgramDesc& program = *block->program();
+    prepared::control& c = *(p.cold_[k].flow = std::make_unique<prepared::control>());
+    c.kind = info.control();
+    c.block = call.attrs.get<block_ref>("sub_block", call.type).index;
+    c.scalar = c.kind == control_kind::while_loop ||
+               call.attrs.get_or<bool>("is_scalar_condition", false, call.type);
+    // Step scopes are kept when their variable is fetched (keep) or read by an operator.
+    for (const auto& [slot, names] : call.outputs)
+      if (slot == info.outputs()[1])
+        for (const std::string& name : names) {
+          c.keep_scopes = c.keep_scopes ||
+                          std::find(options.keep.begin(), options.keep.end(), name) != options.keep.end();
+          for (const BlockDesc& b : program.blocks())
+            for (const OpDesc& op : b.ops())
+              for (const auto& [in_slot, in_names] : op.inputs())
+                c.keep_scopes =
+                    c.keep_scopes || std::find(in_names.begin(), in_names.end(), name) != in_names.end();
+        }
+    const BlockDesc& sub = program.block(c.block);
+    c.parent = &scope;
+    c.scope = &scope.new_scope();
+    c.body = std::make_unique<prepared>(prepare(invocations(sub), *c.scope, &sub, options));
+    // The body's own variables that it reads before it writes them start each step empty, as
+    // in a new scope.
+    std::unordered_set<std::string> written, fresh;
+    detail::walk_block_uses(
+        sub,
+        [&](const std::string& name, const BlockDesc& where) {
+          const VarDesc* own = sub.find_var(name);
+          if (own != nullptr && !own->persistable && where.find_var_recursive(name) == own &&
+              !written.contains(name) && fresh.insert(name).second)
+            c.fresh.push_back(name);
+        },
+        [&](const std::string& name, const BlockDesc&) { written.insert(name); });
+  }
   p.eager_ = options.eager_deletion;
   p.counting_ = options.eager_deletion || options.count_memory;
   if (p.counting_) {
@@ -851,23 +1130,26 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
     std::vector<std::uint32_t> last_use;
     for (std::size_t k = 0; k < p.ops_.size(); ++k) {
       const prepared::op& o = p.ops_[k];
-      for (std::uint32_t i = o.first_input; i < o.first_input + o.input_count; ++i) {
-        const std::string& name = p.input_names_[i];
+      auto read = [&](const std::string& name) {
         if (!written.contains(name)) read_first.insert(name);
         if (const auto it = activation.find(name); it != activation.end())
           last_use[it->second] = std::uint32_t(k);
-      }
-      for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
-        const std::string& name = p.output_names_[i];
+      };
+      auto write = [&](const std::string& name) {
         written.insert(name);
-        if (persistable(name)) continue;
+        if (persistable(name)) return;
         const auto [it, made] = activation.try_emplace(name, std::uint32_t(p.activation_names_.size()));
         if (made) {
           p.activation_names_.push_back(name);
           last_use.push_back(0);
         }
         last_use[it->second] = std::uint32_t(k);
-      }
+      };
+      for (std::uint32_t i = o.first_input; i < o.first_input + o.input_count; ++i) read(p.input_names_[i]);
+      for (const std::string& name : extra_reads[k]) read(name);
+      for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i)
+        write(p.output_names_[i]);
+      for (const std::string& name : extra_writes[k]) write(name);
     }
     p.output_activation_.assign(p.output_variables_.size(), -1);
     for (std::size_t i = 0; i < p.output_names_.size(); ++i)

@@ -58,6 +58,10 @@ class BlockDesc;
 // An operator's InferVarType: sets the kinds (and data types) of its outputs in the block.
 using infer_var_type_function = void (*)(const OpDesc& op, BlockDesc& block);
 
+// What runs an operator: its kernels (none), or the executor, which runs its sub-block (the
+// control-flow operators of fluidk/control_flow.hpp, which have no kernels).
+enum class control_kind : std::uint8_t { none, while_loop, conditional_block };
+
 // The runtime face of one operator type.
 class operator_info {
  public:
@@ -66,7 +70,8 @@ class operator_info {
   operator_info(std::string_view name, std::span<const std::string_view> inputs,
                 std::span<const std::string_view> outputs, const selection_rules& rules,
                 std::string_view data_type_attribute, const std::type_info& type, std::string (*type_name)(),
-                infer_var_type_function infer_var_type, std::vector<kernel_entry> kernels)
+                infer_var_type_function infer_var_type, std::vector<kernel_entry> kernels,
+                control_kind control = control_kind::none)
       : name_(name),
         inputs_(inputs),
         outputs_(outputs),
@@ -75,7 +80,8 @@ class operator_info {
         type_(&type),
         type_name_(type_name),
         infer_var_type_(infer_var_type),
-        entries_(std::move(kernels)) {
+        entries_(std::move(kernels)),
+        control_(control) {
     if (entries_.size() >= no_entry)
       throw registration_error("operator '" + std::string(name_) + "' has " +
                                std::to_string(entries_.size()) + " kernels; at most " +
@@ -101,6 +107,8 @@ class operator_info {
   std::string_view data_type_attribute() const noexcept { return data_type_attribute_; }
   // The operator's InferVarType, nullptr for the default (every output a dense LoDTensor).
   infer_var_type_function infer_var_type() const noexcept { return infer_var_type_; }
+  // Whether the executor runs the operator's sub-block instead of a kernel.
+  control_kind control() const noexcept { return control_; }
   // The C++ type registered under the name (for registration errors).
   const std::type_info& type() const noexcept { return *type_; }
   std::string type_name() const { return type_name_(); }
@@ -234,6 +242,7 @@ class operator_info {
   std::string (*type_name_)() = nullptr;
   infer_var_type_function infer_var_type_ = nullptr;
   std::vector<kernel_entry> entries_;
+  control_kind control_ = control_kind::none;
   mutable std::mutex table_mutex_;
   mutable std::array<std::atomic<const subtable*>, max_place_kinds> tables_{};
   mutable std::vector<const subtable*> retired_;  // replaced tables, freed with the operator

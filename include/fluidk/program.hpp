@@ -30,8 +30,9 @@
 //   block N [parent P]   starts block N; blocks come in order, block 0 first (it has no
 //                        parent), every other block names a parent before it (default 0)
 //   var NAME : KIND DTYPE [D0, D1, ...] [persistable]
-//                        KIND: LoDTensor, SelectedRows, LoDTensorArray or nothing (also
-//                        lod_tensor, selected_rows, lod_tensor_array, empty); DTYPE: a data
+//                        KIND: LoDTensor, SelectedRows, LoDTensorArray, StepScopes or nothing
+//                        (also lod_tensor, selected_rows, lod_tensor_array, step_scopes,
+//                        empty); DTYPE: a data
 //                        type name as fluidk/dtype.hpp reads it; the shape may be [] (a
 //                        scalar, or not known: append_op makes outputs without a shape)
 //   op TYPE (SLOT: NAME, ...; ...) -> (SLOT: NAME, ...; ...) [{ATTR: KIND VALUE; ...}]
@@ -39,7 +40,9 @@
 //
 // Attribute kinds and values: bool (true, false), int and int64 (decimal), float and double
 // (shortest text that reads back to the same value; inf, -inf, nan), string ("..." with
-// \" \\ \n \t \r and \xHH escapes), and the lists ints, int64s, floats, strings ([v, v, ...]).
+// \" \\ \n \t \r and \xHH escapes), the lists ints, int64s, floats, strings, bools
+// ([v, v, ...]), block (a sub-block's index: "sub_block: block 1") and blocks ([1, 2]). A block
+// attribute may name a block written after the operator's own: the block lines are read first.
 // A name (variable, slot, operator, attribute) is written bare when it holds none of
 // blanks, control characters, ( ) [ ] { } , ; : " #, and is not "->"; else quoted like a
 // string.

@@ -1,7 +1,7 @@
-// Variable: a named slot in a scope that holds one LoDTensor, SelectedRows or
-// LoDTensorArray. Its kind is fixed once set; every mutable access bumps a version counter,
-// and writes to the bytes bump the version of their storage, so that cached copies of it
-// can tell they are stale.
+// Variable: a named slot in a scope that holds one LoDTensor, SelectedRows, LoDTensorArray or
+// StepScopes (the scopes a control-flow operator ran its body in). Its kind is fixed once set; every mutable
+// access bumps a version counter, and writes to the bytes bump the version of their storage, so that cached
+// copies of it can tell they are stale.
 #pragma once
 
 #include <atomic>
@@ -11,13 +11,24 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "fluidk/lod_tensor.hpp"
 #include "fluidk/selected_rows.hpp"
 
 namespace fluidk {
 
-enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array };
+class Scope;
+
+// The scopes a control-flow operator ran its sub-block in, one per step, in order (a while's
+// StepScopes output, a conditional_block's Scope; fluidk/control_flow.hpp). They are child
+// scopes of the scope the operator ran in, which owns them: the executor drops them when the
+// operator runs again, and so does deleting that scope's children.
+struct StepScopes {
+  std::vector<Scope*> scopes;
+};
+
+enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array, step_scopes };
 
 constexpr std::string_view name_of(var_kind kind) noexcept {
   switch (kind) {
@@ -27,6 +38,8 @@ constexpr std::string_view name_of(var_kind kind) noexcept {
       return "SelectedRows";
     case var_kind::lod_tensor_array:
       return "LoDTensorArray";
+    case var_kind::step_scopes:
+      return "StepScopes";
     case var_kind::empty:
       break;
   }
@@ -34,13 +47,14 @@ constexpr std::string_view name_of(var_kind kind) noexcept {
 }
 
 template <class T>
-concept VariableContent =
-    std::same_as<T, LoDTensor> || std::same_as<T, SelectedRows> || std::same_as<T, LoDTensorArray>;
+concept VariableContent = std::same_as<T, LoDTensor> || std::same_as<T, SelectedRows> ||
+    std::same_as<T, LoDTensorArray> || std::same_as<T, StepScopes>;
 
 template <VariableContent T>
-inline constexpr var_kind var_kind_of = std::same_as<T, LoDTensor>      ? var_kind::lod_tensor
-                                        : std::same_as<T, SelectedRows> ? var_kind::selected_rows
-                                                                        : var_kind::lod_tensor_array;
+inline constexpr var_kind var_kind_of = std::same_as<T, LoDTensor>        ? var_kind::lod_tensor
+                                        : std::same_as<T, SelectedRows>   ? var_kind::selected_rows
+                                        : std::same_as<T, LoDTensorArray> ? var_kind::lod_tensor_array
+                                                                          : var_kind::step_scopes;
 
 class Variable {
  public:
@@ -104,7 +118,7 @@ class Variable {
   }
 
   // Calls f(const Tensor&) for each tensor the content holds: a LoDTensor's, a SelectedRows'
-  // value, every element of a LoDTensorArray (nothing for an empty variable).
+  // value, every element of a LoDTensorArray (nothing for an empty variable or StepScopes).
   template <class F>
   void for_each_tensor(F&& f) const {
     if (const auto* t = std::get_if<LoDTensor>(&content_)) {
@@ -130,7 +144,7 @@ class Variable {
  private:
   // The content and its version first, the name last: kernels and the executor read the
   // first two on every call, the name only in messages.
-  std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray> content_;
+  std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray, StepScopes> content_;
   std::atomic<std::uint64_t> version_{0};
   std::uint64_t id_ = next_id();
   std::string name_;

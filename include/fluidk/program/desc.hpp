@@ -191,6 +191,11 @@ class OpDesc {
 
 class ProgramDesc;
 
+namespace detail {
+// Registers the control-flow operators once (fluidk/control_flow.hpp, included at the end).
+inline bool control_flow_registered();
+}  // namespace detail
+
 // A sequence of operators and the variables they use. Reading and writing a block from
 // several threads at once needs outside locking. References to variables and operators stay
 // valid while the block grows (they are stored in deques); renaming a VarDesc through such a
@@ -231,6 +236,8 @@ class BlockDesc {
   std::size_t idx() const noexcept { return idx_; }
   // The index of the enclosing block; none for the global block and a standalone one.
   std::optional<std::size_t> parent_idx() const noexcept { return parent_; }
+  // The program the block belongs to; null for a standalone block or a copy of one.
+  const ProgramDesc* program() const noexcept { return program_; }
   // The enclosing block, when the block belongs to a program and has one.
   const BlockDesc* parent_block() const noexcept;
   BlockDesc* parent_block() noexcept;
@@ -453,6 +460,7 @@ inline const std::string& first_input_name(const OpDesc& op, std::string_view sl
 // --- append_op ------------------------------------------------------------------------------
 
 inline OpDesc& BlockDesc::append_op(OpDesc op) {
+  (void)detail::control_flow_registered();
   auto& registry = operator_registry::instance();
   const operator_info* info = registry.find(op.type());
   if (info == nullptr)
@@ -484,6 +492,26 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
       if (find_var_recursive(name) == nullptr)
         throw error("operator '" + op.type() + "' input slot '" + slot + "': variable '" + name +
                     "' is used before it is declared");
+  // A block attribute names a block of the program whose parent is this block.
+  for (const auto& [name, value] : op.attrs()) {
+    auto check_block = [&](const block_ref& b) {
+      const std::string where = "operator '" + op.type() + "' attribute '" + name + "'";
+      if (program_ == nullptr)
+        throw error(where + " names block " + std::to_string(b.index) +
+                    ", but the operator's block belongs to no program");
+      if (b.index >= program_->blocks_.size())
+        throw error(where + " names block " + std::to_string(b.index) + "; the program has " +
+                    std::to_string(program_->blocks_.size()) + " block(s)");
+      const BlockDesc& named = program_->blocks_[b.index];
+      if (named.parent_ != idx_)
+        throw error(where + " names block " + std::to_string(b.index) + ", which is not a child of block " +
+                    std::to_string(idx_) + " (its parent is " +
+                    (named.parent_ ? "block " + std::to_string(*named.parent_) : std::string("none")) + ")");
+    };
+    if (const auto* one = std::get_if<block_ref>(&value)) check_block(*one);
+    if (const auto* many = std::get_if<std::vector<block_ref>>(&value))
+      for (const block_ref& b : *many) check_block(b);
+  }
 
   // What to restore on failure: the variables the operator names, and the number of
   // variables of this block and of every enclosing one.
@@ -521,3 +549,5 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
   }
 }
 }  // namespace fluidk
+
+#include "fluidk/control_flow.hpp"  // while and conditional_block, which append_op knows

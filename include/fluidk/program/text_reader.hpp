@@ -170,6 +170,8 @@ class program_line {
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (!peek('"')) expected("a quoted string for " + what);
       return quoted();
+    } else if constexpr (std::is_same_v<T, block_ref>) {
+      return block_ref{number<std::size_t>("a block index for " + what)};
     } else if constexpr (std::is_integral_v<T>) {
       return number<T>("an integer for " + what);
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -209,7 +211,8 @@ class program_line {
 };
 
 inline var_kind parse_var_kind(program_line& line) {
-  const std::string_view w = line.expect_word("a variable kind (LoDTensor, SelectedRows, LoDTensorArray)");
+  const std::string_view w =
+      line.expect_word("a variable kind (LoDTensor, SelectedRows, LoDTensorArray, StepScopes)");
   struct entry {
     std::string_view word;
     var_kind kind;
@@ -220,12 +223,14 @@ inline var_kind parse_var_kind(program_line& line) {
                                     {"selected_rows", var_kind::selected_rows},
                                     {"LoDTensorArray", var_kind::lod_tensor_array},
                                     {"lod_tensor_array", var_kind::lod_tensor_array},
+                                    {"StepScopes", var_kind::step_scopes},
+                                    {"step_scopes", var_kind::step_scopes},
                                     {"nothing", var_kind::empty},
                                     {"empty", var_kind::empty}};
   for (const entry& e : words)
     if (iequals(e.word, w)) return e.kind;
   line.fail(text_cat("unknown variable kind '", w,
-                     "'; accepted: LoDTensor, SelectedRows, LoDTensorArray, nothing"));
+                     "'; accepted: LoDTensor, SelectedRows, LoDTensorArray, StepScopes, nothing"));
 }
 
 inline VarDesc parse_var(program_line& line) {
@@ -304,9 +309,7 @@ inline OpDesc parse_op(program_line& line) {
       const std::string_view kind = line.expect_word("an attribute kind after '" + name + ":'");
       const auto* k = std::find(std::begin(attribute_kind_names), std::end(attribute_kind_names), kind);
       if (k == std::end(attribute_kind_names))
-        line.fail(
-            text_cat("unknown attribute kind '", kind,
-                     "'; accepted: bool, int, int64, float, double, string, ints, int64s, floats, strings"));
+        line.fail(text_cat("unknown attribute kind '", kind, "'; accepted: ", attribute_kinds_list()));
       if (attrs.contains(name)) line.fail("attribute '" + name + "' appears twice");
       attrs.set(name, parse_attribute_value(line, std::size_t(k - std::begin(attribute_kind_names)),
                                             "attribute '" + name + "'"));
@@ -347,52 +350,63 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
   ProgramDesc program;
   BlockDesc* block = nullptr;
   std::vector<std::pair<std::size_t, VarDesc>> declared;  // (block, final description)
-  std::size_t number = 0;
-  for (std::size_t start = 0; start <= text.size();) {
-    const std::size_t end = std::min(text.find('\n', start), text.size());
-    const std::string_view raw = text.substr(start, end - start);
-    start = end + 1;
-    ++number;
-    detail::text_form::program_line line(raw, number);
-    if (line.at_end() || line.peek('#')) continue;
-    const std::string_view keyword = line.word();
-    if (keyword == "block") {
-      const std::size_t next = block == nullptr ? 0 : program.num_blocks();
-      const auto idx = line.number<std::size_t>("a block index after 'block'");
-      if (idx != next)
-        line.fail(
-            detail::text_cat("expected block ", std::to_string(next), ", found block ", std::to_string(idx)));
-      std::optional<std::size_t> parent;
-      if (!line.at_end()) {
-        line.expect_keyword("parent", "or the end of the line after the block index");
-        parent = line.number<std::size_t>("a parent block index after 'parent'");
-        if (idx == 0) line.fail("block 0 is the global block and has no parent");
-        if (*parent >= idx)
-          line.fail(detail::text_cat("block ", std::to_string(idx), " names parent ", std::to_string(*parent),
-                                     "; a parent comes before its child"));
-      }
-      line.expect_end();
-      block = idx == 0 ? &program.global_block() : &program.append_block(parent.value_or(0));
-    } else if (keyword == "var" || keyword == "op") {
-      if (block == nullptr)
-        line.fail(detail::text_cat("expected 'block 0' before the first '", keyword, "'"));
-      if (keyword == "var") {
-        VarDesc v = detail::text_form::parse_var(line);
-        if (block->has_var(v.name))
-          line.fail("variable '" + v.name + "' is already declared in block " + std::to_string(block->idx()));
-        block->var(v.name) = v;
-        declared.emplace_back(block->idx(), std::move(v));
-      } else {
-        OpDesc op = detail::text_form::parse_op(line);
-        try {
-          block->append_op(std::move(op));
-        } catch (const error&) {
-          detail::text_form::rethrow_at_line(number);
+  // Two passes: the block lines first, so that an operator's block attribute (a loop's body)
+  // may name a block that the text writes after the operator's own; then the variables and
+  // operators, each block line making its block the current one again.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::size_t number = 0;
+    std::size_t blocks_seen = 0;
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t end = std::min(text.find('\n', start), text.size());
+      const std::string_view raw = text.substr(start, end - start);
+      start = end + 1;
+      ++number;
+      detail::text_form::program_line line(raw, number);
+      if (line.at_end() || line.peek('#')) continue;
+      const std::string_view keyword = line.word();
+      if (keyword == "block" && pass == 1) {
+        block = &program.block(blocks_seen++);
+      } else if (keyword == "block") {
+        const std::size_t next = block == nullptr ? 0 : program.num_blocks();
+        const auto idx = line.number<std::size_t>("a block index after 'block'");
+        if (idx != next)
+          line.fail(detail::text_cat("expected block ", std::to_string(next), ", found block ",
+                                     std::to_string(idx)));
+        std::optional<std::size_t> parent;
+        if (!line.at_end()) {
+          line.expect_keyword("parent", "or the end of the line after the block index");
+          parent = line.number<std::size_t>("a parent block index after 'parent'");
+          if (idx == 0) line.fail("block 0 is the global block and has no parent");
+          if (*parent >= idx)
+            line.fail(detail::text_cat("block ", std::to_string(idx), " names parent ",
+                                       std::to_string(*parent), "; a parent comes before its child"));
         }
+        line.expect_end();
+        block = idx == 0 ? &program.global_block() : &program.append_block(parent.value_or(0));
+      } else if (pass == 0) {
+        continue;
+      } else if (keyword == "var" || keyword == "op") {
+        if (block == nullptr)
+          line.fail(detail::text_cat("expected 'block 0' before the first '", keyword, "'"));
+        if (keyword == "var") {
+          VarDesc v = detail::text_form::parse_var(line);
+          if (block->has_var(v.name))
+            line.fail("variable '" + v.name + "' is already declared in block " +
+                      std::to_string(block->idx()));
+          block->var(v.name) = v;
+          declared.emplace_back(block->idx(), std::move(v));
+        } else {
+          OpDesc op = detail::text_form::parse_op(line);
+          try {
+            block->append_op(std::move(op));
+          } catch (const error&) {
+            detail::text_form::rethrow_at_line(number);
+          }
+        }
+      } else {
+        detail::text_form::program_line(raw, number)
+            .expected("'block', 'var' or 'op' at the start of the line");
       }
-    } else {
-      detail::text_form::program_line(raw, number)
-          .expected("'block', 'var' or 'op' at the start of the line");
     }
   }
   // The var lines hold the final descriptions.

@@ -99,11 +99,15 @@ void write_value(std::string& out, const T& value) {
     write_quoted(out, value);
   else if constexpr (std::is_arithmetic_v<T>)
     write_number(out, value);
-  else {  // a list
+  else if constexpr (std::is_same_v<T, block_ref>)
+    write_number(out, value.index);
+  else {  // a list (of bools too: its elements are proxies, read as bools)
     out += '[';
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      if (i > 0) out += ", ";
-      write_value(out, value[i]);
+    bool first = true;
+    for (const typename T::value_type& element : value) {
+      if (!first) out += ", ";
+      first = false;
+      write_value(out, element);
     }
     out += ']';
   }

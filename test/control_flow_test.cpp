@@ -1,0 +1,603 @@
+// Control flow (fluidk/control_flow.hpp) as the executor runs it: a counting loop, a loop that
+// accumulates into its parent's variable, nested loops, a conditional inside a loop, the
+// variables of a step starting empty, step scopes kept only when asked for, the failures (a
+// condition of the wrong kind, a body that throws, a loop that does not end), a decoder loop on
+// OpenCL with a CPU-only operator and a condition on the device against the same program on
+// the CPU, the transfer cache serving a weight across steps, eager deletion, and the text form
+// of the new attribute kinds.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <fluidk/devices/opencl.hpp>
+#include <fluidk/executor.hpp>
+#include <fluidk/program.hpp>
+#include <fluidk/runtime_dispatch.hpp>
+#include <fluidk/transforms/cpu.hpp>
+#include <string>
+#include <vector>
+
+#include "opencl_map.hpp"
+
+using namespace fluidk;
+using fluidk_test::cpu_map;
+using fluidk_test::opencl_map;
+
+namespace {
+
+float first(const Variable& v) {
+  const Tensor& t = v.get<LoDTensor>();
+  return t.place() == cpu_place
+             ? t.data<float>()[0]
+             : transform(t, kernel_key(cpu_place, data_type::float32, data_layout::any, library_type::plain))
+                   .data<float>()[0];
+}
+
+// x * 0.5 + 1, on the CPU and on OpenCL.
+template <class T>
+struct halve_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    cpu_map(ctx, [](float x) { return x * 0.5f + 1.0f; });
+  }
+};
+template <class T>
+struct halve_opencl {
+  using dtype = T;
+  void operator()(execution_context& ctx) const { opencl_map(ctx, "x * 0.5f + 1.0f"); }
+};
+struct cf_halve {
+  static constexpr std::string_view name = "cf_halve";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(halve_cpu<float>{}), kernels_on<opencl>(halve_opencl<float>{}));
+};
+
+// x + 1 on the CPU only (as crf_decoding runs in a GPU network).
+template <class T>
+struct increment_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    cpu_map(ctx, [](float x) { return x + 1.0f; });
+  }
+};
+struct cf_increment {
+  static constexpr std::string_view name = "cf_increment";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  using run_on = cpu;
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(increment_cpu<float>{}));
+};
+
+// Out (bool, one element) = X[0] < limit; on OpenCL the result is made on the device.
+bool less(execution_context& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor host =
+      x.place() == cpu_place
+          ? x
+          : transform(x, kernel_key(cpu_place, data_type::float32, data_layout::any, library_type::plain));
+  return host.data<float>()[0] < ctx.attr<float>("limit");
+}
+template <class T>
+struct less_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    Tensor out({1}, data_type::boolean);
+    out.data<bool>()[0] = less(ctx);
+    ctx.output(0) = std::move(out);
+  }
+};
+template <class T>
+struct less_opencl {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    Tensor host({1}, data_type::boolean);
+    host.data<bool>()[0] = less(ctx);
+    ctx.output(0) =
+        transform(host, kernel_key(ctx.place(), data_type::boolean, data_layout::any, library_type::plain));
+  }
+};
+struct cf_less {
+  static constexpr std::string_view name = "cf_less";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(less_cpu<float>{}), kernels_on<opencl>(less_opencl<float>{}));
+};
+
+// Out (bool) = X[0] is an even integer.
+template <class T>
+struct even_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    Tensor out({1}, data_type::boolean);
+    out.data<bool>()[0] = std::int64_t(ctx.input(0).data<float>()[0]) % 2 == 0;
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_even {
+  static constexpr std::string_view name = "cf_even";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(even_cpu<float>{}));
+};
+
+// Out = X + Y, elementwise (float, CPU).
+template <class T>
+struct add_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    const Tensor& x = ctx.input(0);
+    const Tensor& y = ctx.input(1);
+    REQUIRE(x.numel() == y.numel());
+    Tensor out(x.dims(), data_type::float32);
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      out.data<float>()[i] = x.data<float>()[i] + y.data<float>()[i];
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_add {
+  static constexpr std::string_view name = "cf_add";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "Y"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr fallback_policy fallback = fallback_policy::cpu;  // on OpenCL too
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(add_cpu<float>{}));
+};
+
+// Out = Prev + X when Prev holds a tensor, X when it is empty: tells a step whether it sees the
+// last step's value of Prev.
+template <class T>
+struct bump_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    const Variable* prev = ctx.input_arg("Prev").variable();
+    // A new scope's variable holds nothing; one emptied for a new step, an empty tensor.
+    const bool holds = prev != nullptr && prev->initialized() && prev->get<LoDTensor>().initialized();
+    const float before = holds ? prev->get<LoDTensor>().data<float>()[0] : 0.f;
+    Tensor out({1}, data_type::float32);
+    out.data<float>()[0] = before + ctx.input(0).data<float>()[0];
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_bump {
+  static constexpr std::string_view name = "cf_bump";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "Prev"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(bump_cpu<float>{}));
+};
+
+// Out = value (attribute), in X's shape.
+template <class T>
+struct fill_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    const float value = ctx.attr<float>("value");
+    Tensor out(ctx.input(0).dims(), data_type::float32);
+    for (std::int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = value;
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_fill {
+  static constexpr std::string_view name = "cf_fill";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(fill_cpu<float>{}));
+};
+
+// Throws when X[0] is attribute `at`; else Out = X.
+template <class T>
+struct fail_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    if (ctx.input(0).data<float>()[0] == ctx.attr<float>("at")) throw error("cf_fail was asked to fail");
+    cpu_map(ctx, [](float x) { return x; });
+  }
+};
+struct cf_fail {
+  static constexpr std::string_view name = "cf_fail";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(fail_cpu<float>{}));
+};
+
+const bool registered = [] {
+  register_operator<cf_halve>();
+  register_operator<cf_increment>();
+  register_operator<cf_less>();
+  register_operator<cf_even>();
+  register_operator<cf_add>();
+  register_operator<cf_bump>();
+  register_operator<cf_fill>();
+  register_operator<cf_fail>();
+  return true;
+}();
+
+OpDesc op(std::string type, slot_map inputs, slot_map outputs, attribute_map attrs = {}) {
+  return OpDesc(std::move(type), std::move(inputs), std::move(outputs), std::move(attrs));
+}
+
+LoDTensor scalar(float value, std::initializer_list<std::int64_t> extents = {1}) {
+  const dims dims(extents);
+  LoDTensor t(Tensor(dims, data_type::float32));
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = value;
+  return t;
+}
+
+// i = 0 .. n - 1 as a loop of block 1: `i`, `c` and `one` in block 0; the body increments i and
+// sets c = i < n. Returns the body.
+// With `steps`, the while lists its step scopes in that variable.
+BlockDesc& counting_loop(ProgramDesc& program, float n, std::vector<std::string> out = {"i", "c"},
+                         const std::string& steps = "") {
+  BlockDesc& global = program.global_block();
+  global.var("i");
+  global.var("c").dtype = data_type::boolean;
+  BlockDesc& body = program.append_block(0);
+  body.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+  body.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", n}}));
+  global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", n}}));
+  slot_map outputs{{"Out", std::move(out)}};
+  if (!steps.empty()) outputs["StepScopes"] = {steps};
+  global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, std::move(outputs),
+                      {{"sub_block", block_ref{body.idx()}}}));
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("while: a counting loop", "[control_flow]") {
+  REQUIRE(registered);
+  ProgramDesc program;
+  counting_loop(program, 10);
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope);
+  executor.run(prepared);
+  CHECK(first(scope.get("i")) == 10);
+  CHECK(executor.stats().block_runs == 10);
+  // Prepared once: a second run starts again from what i holds.
+  scope.get("i").set(scalar(4));
+  executor.reset_stats();
+  executor.run(prepared);
+  CHECK(first(scope.get("i")) == 10);
+  CHECK(executor.stats().block_runs == 6);
+  // A loop whose condition is false at once runs no step.
+  executor.reset_stats();
+  executor.run(prepared);
+  CHECK(executor.stats().block_runs == 0);
+  CHECK(first(scope.get("i")) == 10);
+}
+
+TEST_CASE("while: a body accumulates into its parent's variable; its own variables stay its own",
+          "[control_flow]") {
+  ProgramDesc program;
+  BlockDesc& body = counting_loop(program, 5, {"i", "c", "acc"});
+  program.global_block().var("acc");
+  // t is the body's own: declared there, made in the steps' scope, never in the parent's.
+  body.var("t");
+  body.append_op(op("cf_halve", {{"X", {"i"}}}, {{"Out", {"t"}}}));
+  body.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"t"}}}, {{"Out", {"acc"}}}));
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  scope.var("acc").set(scalar(0));
+  {
+    Executor executor(cpu_place);
+    auto prepared = executor.prepare(program.global_block(), scope);
+    executor.run(prepared);
+    // i = 1..5 when t is computed: sum of (i / 2 + 1) = 7.5 + 5.
+    CHECK(first(scope.get("acc")) == 12.5f);
+    CHECK(scope.find_local("t") == nullptr);
+    CHECK(scope.kid_count() == 1);  // the steps' scope, the prepared program's
+  }
+  CHECK(scope.kid_count() == 0);  // dropped with the prepared program
+}
+
+TEST_CASE("while: a step's own variables start empty, as in a new scope", "[control_flow]") {
+  ProgramDesc program;
+  BlockDesc& body = counting_loop(program, 3, {"i", "c", "acc"});
+  program.global_block().var("acc");
+  program.global_block().var("one").persistable = true;
+  body.var("carried");
+  // carried is read before it is written: each step must see it empty (1 + 1 + 1), not the last
+  // step's value (1 + 2 + 3).
+  body.append_op(op("cf_bump", {{"X", {"one"}}, {"Prev", {"carried"}}}, {{"Out", {"carried"}}}));
+  body.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"carried"}}}, {{"Out", {"acc"}}}));
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  scope.var("one").set(scalar(1));
+  scope.var("acc").set(scalar(0));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope);
+  executor.run(prepared);
+  CHECK(first(scope.get("acc")) == 3);
+}
+
+TEST_CASE("while: nested loops, and a conditional inside a loop", "[control_flow]") {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  for (const char* name : {"i", "j", "acc", "evens", "zero", "one"}) global.var(name);
+  global.var("ci").dtype = data_type::boolean;
+  global.var("cj").dtype = data_type::boolean;
+  BlockDesc& outer = program.append_block(0);
+  BlockDesc& inner = program.append_block(outer.idx());
+  BlockDesc& branch = program.append_block(outer.idx());
+  // inner: j += 1; acc += one; cj = j < 4
+  inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
+  inner.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"one"}}}, {{"Out", {"acc"}}}));
+  inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 4.0f}}));
+  // branch: evens += one
+  branch.append_op(op("cf_add", {{"X", {"evens"}}, {"Y", {"one"}}}, {{"Out", {"evens"}}}));
+  // outer: j = 0; cj = j < 4; while (inner); even = i is even; if (even) branch; i += 1; ci = i < 3
+  outer.var("even").dtype = data_type::boolean;
+  outer.append_op(op("cf_fill", {{"X", {"j"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
+  outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 4.0f}}));
+  outer.append_op(op("while", {{"X", {"j", "acc", "one"}}, {"Condition", {"cj"}}},
+                     {{"Out", {"j", "acc", "cj"}}}, {{"sub_block", block_ref{inner.idx()}}}));
+  outer.append_op(op("cf_even", {{"X", {"i"}}}, {{"Out", {"even"}}}));
+  outer.append_op(op("conditional_block", {{"Cond", {"even"}}, {"Input", {"evens", "one"}}},
+                     {{"Out", {"evens"}}},
+                     {{"sub_block", block_ref{branch.idx()}}, {"is_scalar_condition", true}}));
+  outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+  outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"ci"}}}, {{"limit", 5.0f}}));
+  global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"ci"}}}, {{"limit", 5.0f}}));
+  global.append_op(op("while", {{"X", {"i", "j", "acc", "evens", "one"}}, {"Condition", {"ci"}}},
+                      {{"Out", {"i", "j", "acc", "evens", "ci", "cj"}}},
+                      {{"sub_block", block_ref{outer.idx()}}}));
+  Scope scope;
+  for (const char* name : {"i", "j", "acc", "evens"}) scope.var(name).set(scalar(0));
+  scope.var("one").set(scalar(1));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(global, scope);
+  executor.run(prepared);
+  CHECK(first(scope.get("i")) == 5);
+  CHECK(first(scope.get("acc")) == 20);   // 5 outer steps x 4 inner steps
+  CHECK(first(scope.get("evens")) == 3);  // i = 0, 2, 4
+  CHECK(executor.stats().block_runs == 5 + 20 + 3);
+  // The text form carries the blocks: read back, it runs the same.
+  const ProgramDesc read = parse_program(to_text(program));
+  CHECK(read == program);
+  Scope again;
+  for (const char* name : {"i", "j", "acc", "evens"}) again.var(name).set(scalar(0));
+  again.var("one").set(scalar(1));
+  auto reread = executor.prepare(read.global_block(), again);
+  executor.run(reread);
+  CHECK(first(again.get("acc")) == 20);
+  CHECK(first(again.get("evens")) == 3);
+}
+
+TEST_CASE("conditional_block: scalar and non-scalar conditions", "[control_flow]") {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  for (const char* name : {"x", "y", "gate"}) global.var(name);
+  global.var("flag").dtype = data_type::boolean;
+  BlockDesc& scalar_block = program.append_block(0);
+  scalar_block.append_op(op("cf_increment", {{"X", {"y"}}}, {{"Out", {"y"}}}));
+  BlockDesc& tensor_block = program.append_block(0);
+  tensor_block.append_op(op("cf_halve", {{"X", {"y"}}}, {{"Out", {"y"}}}));
+  global.append_op(op("cf_less", {{"X", {"x"}}}, {{"Out", {"flag"}}}, {{"limit", 1.0f}}));
+  global.append_op(op("conditional_block", {{"Cond", {"flag"}}, {"Input", {"y"}}}, {{"Out", {"y"}}},
+                      {{"sub_block", block_ref{scalar_block.idx()}}, {"is_scalar_condition", true}}));
+  // Fluid's default: runs when every Cond tensor has elements.
+  global.append_op(op("conditional_block", {{"Cond", {"gate"}}, {"Input", {"y"}}}, {{"Out", {"y"}}},
+                      {{"sub_block", block_ref{tensor_block.idx()}}}));
+  Executor executor(cpu_place);
+  for (const float x : {0.0f, 2.0f}) {
+    for (const bool gate : {true, false}) {
+      Scope scope;
+      scope.var("x").set(scalar(x));
+      scope.var("y").set(scalar(4));
+      scope.var("gate").set(gate ? scalar(0) : LoDTensor(Tensor({0}, data_type::float32)));
+      auto prepared = executor.prepare(global, scope);
+      executor.run(prepared);
+      float expected = x < 1 ? 5 : 4;
+      if (gate) expected = expected * 0.5f + 1;
+      CHECK(first(scope.get("y")) == expected);
+    }
+  }
+}
+
+TEST_CASE("control flow: failures name the loop, the step and the operator", "[control_flow]") {
+  SECTION("a condition that is not a one-element bool tensor") {
+    ProgramDesc program;
+    BlockDesc& global = program.global_block();
+    global.var("c");
+    BlockDesc& body = program.append_block(0);
+    body.append_op(op("cf_increment", {{"X", {"c"}}}, {{"Out", {"c"}}}));
+    global.append_op(op("while", {{"Condition", {"c"}}}, {{"Out", {"c"}}}, {{"sub_block", block_ref{1}}}));
+    Executor executor(cpu_place);
+    Scope scope;
+    scope.var("c").set(scalar(1));
+    auto prepared = executor.prepare(global, scope);
+    CHECK_THROWS_WITH(executor.run(prepared),
+                      "fluidk: operator 'while' (block 1), step 1: operator 'while' input Condition ('c'): a "
+                      "condition is a bool tensor of one element; it holds float tensor of dims [1]");
+    LoDTensor two(Tensor({2}, data_type::boolean));
+    two.data<bool>()[0] = two.data<bool>()[1] = true;
+    scope.get("c").set(two);
+    CHECK_THROWS_WITH(executor.run(prepared), Catch::Contains("it holds bool tensor of dims [2]"));
+  }
+  SECTION("a body that throws, with step scopes dropped or kept") {
+    for (const bool keep : {false, true}) {
+      // i counts to 10, and the body's own `copy` takes i; cf_fail throws at i = 4.
+      ProgramDesc program;
+      BlockDesc& body = counting_loop(program, 10, {"i", "c"}, keep ? "steps" : "");
+      body.var("copy");
+      body.append_op(op("cf_fail", {{"X", {"i"}}}, {{"Out", {"copy"}}}, {{"at", 4.0f}}));
+      if (keep) CHECK(program.global_block().get_var("steps").kind == var_kind::step_scopes);
+      Scope scope;
+      scope.var("i").set(scalar(0));
+      Executor executor(cpu_place);
+      auto prepared =
+          executor.prepare(program.global_block(), scope,
+                           {.keep = keep ? std::vector<std::string>{"steps"} : std::vector<std::string>{}});
+      CHECK_THROWS_WITH(
+          executor.run(prepared),
+          "fluidk: operator 'while' (block 1), step 4: operator 'cf_fail', kernel {data_type[float]; "
+          "data_layout[ANY_LAYOUT]; place[Place(cpu)]; library_type[PLAIN]}: cf_fail was asked to "
+          "fail");
+      // No step scope is left behind: only the shared one (the prepared program's) remains.
+      CHECK(scope.kid_count() == 1);
+      if (!keep) continue;
+      CHECK(scope.get("steps").get<StepScopes>().scopes.empty());
+      // A run that ends well keeps one scope per step, each with its step's own variables.
+      scope.get("i").set(scalar(6));
+      executor.run(prepared);
+      const auto& steps = scope.get("steps").get<StepScopes>().scopes;
+      REQUIRE(steps.size() == 4);
+      CHECK(scope.kid_count() == 5);
+      for (std::size_t k = 0; k < steps.size(); ++k)
+        CHECK(first(*steps[k]->find_local("copy")) == float(7 + k));
+      // The next run drops them first.
+      scope.get("i").set(scalar(8));
+      executor.run(prepared);
+      CHECK(scope.get("steps").get<StepScopes>().scopes.size() == 2);
+      CHECK(scope.kid_count() == 3);
+    }
+  }
+  SECTION("a loop that does not end, with max_steps") {
+    ProgramDesc program;
+    BlockDesc& global = program.global_block();
+    global.var("i");
+    global.var("c").dtype = data_type::boolean;
+    BlockDesc& body = program.append_block(0);
+    body.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+    global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
+    global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i"}}},
+                        {{"sub_block", block_ref{body.idx()}}}));
+    Scope scope;
+    scope.var("i").set(scalar(0));
+    Executor executor(cpu_place);
+    executor.set_max_steps(100);
+    auto prepared = executor.prepare(global, scope);
+    CHECK_THROWS_WITH(
+        executor.run(prepared),
+        "fluidk: operator 'while' (block 1), step 101: its condition 'c' is still true after 100 "
+        "steps, the most Executor::set_max_steps allows");
+    CHECK(first(scope.get("i")) == 100);
+  }
+  SECTION("control flow needs its program") {
+    ProgramDesc program;
+    counting_loop(program, 3);
+    Scope scope;
+    Executor executor(cpu_place);
+    const auto calls = Executor::invocations(program.global_block());
+    CHECK_THROWS_WITH(
+        executor.prepare(calls, scope),
+        Catch::Contains("operator 'while' runs block 1 of its program: prepare the program's block"));
+  }
+}
+
+TEST_CASE("program: block and bools attributes, checked and written", "[control_flow][text]") {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  global.var("c").dtype = data_type::boolean;
+  BlockDesc& child = program.append_block(0);
+  BlockDesc& grandchild = program.append_block(child.idx());
+  // A block attribute names a child of the operator's block.
+  CHECK_THROWS_WITH(
+      global.append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", block_ref{2}}})),
+      "fluidk: operator 'while' attribute 'sub_block' names block 2, which is not a child of block 0 "
+      "(its parent is block 1)");
+  CHECK_THROWS_WITH(
+      global.append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", block_ref{7}}})),
+      "fluidk: operator 'while' attribute 'sub_block' names block 7; the program has 3 block(s)");
+  CHECK_THROWS_WITH(
+      global.append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", std::int32_t(1)}})),
+      "fluidk: operator 'while' attribute 'sub_block' holds int, not block");
+  CHECK_THROWS_WITH(global.append_op(op("while", {}, {}, {{"sub_block", block_ref{1}}})),
+                    Catch::Contains("takes one variable in its input slot 'Condition'"));
+  CHECK(global.ops().empty());
+  BlockDesc standalone;
+  CHECK_THROWS_WITH(standalone.append_op(op("while", {}, {}, {{"sub_block", block_ref{0}}})),
+                    Catch::Contains("belongs to no program"));
+  // Every new kind round-trips through the text form; the while's block comes after its own.
+  child.append_op(op("conditional_block", {{"Cond", {"c"}}}, {{"Scope", {"scope"}}},
+                     {{"sub_block", block_ref{grandchild.idx()}},
+                      {"is_scalar_condition", true},
+                      {"flags", std::vector<bool>{true, false, true}},
+                      {"none", std::vector<bool>{}},
+                      {"branches", std::vector<block_ref>{block_ref{2}, block_ref{2}}}}));
+  global.append_op(
+      op("while", {{"Condition", {"c"}}}, {{"Out", {"c"}}}, {{"sub_block", block_ref{child.idx()}}}));
+  const std::string text = to_text(program);
+  CHECK(text.find("{sub_block: block 1}") != std::string::npos);
+  CHECK(
+      text.find("branches: blocks [2, 2]; flags: bools [true, false, true]; is_scalar_condition: bool true; "
+                "none: bools []; sub_block: block 2}") != std::string::npos);
+  CHECK(text.find("var scope : StepScopes") != std::string::npos);
+  const ProgramDesc read = parse_program(text);
+  CHECK(read == program);
+  CHECK(to_text(read) == text);
+  CHECK(read.block(1).ops()[0].attr<std::vector<bool>>("flags") == std::vector<bool>{true, false, true});
+  // Read back, a block attribute is checked like any other.
+  CHECK_THROWS_WITH(
+      parse_program("block 0\n  var c : LoDTensor bool []\n  op while (Condition: c) -> () "
+                    "{sub_block: block 2}\nblock 1\nblock 2 parent 1\n"),
+      "fluidk: program text, line 3: operator 'while' attribute 'sub_block' names block 2, which is "
+      "not a child of block 0 (its parent is block 1)");
+  CHECK_THROWS_WITH(
+      parse_program("block 0\n  op while () -> () {sub_block: block x}\n"),
+      "fluidk: program text, line 2: expected a block index for attribute 'sub_block', found 'x'");
+}
+
+TEST_CASE("while on OpenCL: a decoder loop with a CPU-only operator and a condition on the device",
+          "[control_flow][opencl]") {
+  // h = h / 2 + 1 until h >= 1.9 (a data-dependent number of steps), counting steps on the CPU
+  // (cf_increment runs on the CPU only) and summing h into acc; w, a persistable weight on the
+  // CPU, is read by the device operator each step.
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  for (const char* name : {"h", "steps", "acc"}) global.var(name);
+  global.var("w").persistable = true;
+  global.var("c").dtype = data_type::boolean;
+  BlockDesc& body = program.append_block(0);
+  body.var("hw");
+  body.append_op(op("cf_halve", {{"X", {"h"}}}, {{"Out", {"h"}}}));
+  body.append_op(op("cf_halve", {{"X", {"w"}}}, {{"Out", {"hw"}}}));
+  body.append_op(op("cf_increment", {{"X", {"steps"}}}, {{"Out", {"steps"}}}));
+  body.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"hw"}}}, {{"Out", {"acc"}}}));
+  body.append_op(op("cf_less", {{"X", {"h"}}}, {{"Out", {"c"}}}, {{"limit", 1.99f}}));
+  global.append_op(op("cf_less", {{"X", {"h"}}}, {{"Out", {"c"}}}, {{"limit", 1.99f}}));
+  global.append_op(op("while", {{"X", {"h", "w", "steps", "acc"}}, {"Condition", {"c"}}},
+                      {{"Out", {"h", "steps", "acc", "c"}}}, {{"sub_block", block_ref{body.idx()}}}));
+  auto run_on = [&](const place& where, executor_stats& stats, std::vector<op_trace>* trace) {
+    Scope scope;
+    scope.var("h").set(scalar(0));
+    scope.var("steps").set(scalar(0));
+    scope.var("acc").set(scalar(0));
+    scope.var("w").set(scalar(3));
+    Executor executor(where);
+    executor.trace_into(trace);
+    auto prepared = executor.prepare(global, scope, {.eager_deletion = true, .keep = {"h", "steps", "acc"}});
+    executor.run(prepared);
+    stats = executor.stats();
+    return std::vector<float>{first(scope.get("h")), first(scope.get("steps")), first(scope.get("acc"))};
+  };
+  executor_stats on_cpu{}, on_opencl{};
+  std::vector<op_trace> trace;
+  const std::vector<float> expected = run_on(cpu_place, on_cpu, nullptr);
+  const std::vector<float> got = run_on(place::of<opencl>(0), on_opencl, &trace);
+  // h: 0, 1, 1.5, 1.75, 1.875, 1.9375, 1.96875, 1.984375, 1.9921875: 8 steps.
+  CHECK(expected == std::vector<float>{1.9921875f, 8.0f, 8 * 2.5f});
+  CHECK(got == expected);
+  CHECK(on_cpu.condition_copies == 0);
+  // The condition, made on the device, is brought to the host once per test: 8 steps and the
+  // last, false, test.
+  CHECK(on_opencl.condition_copies == 9);
+  std::size_t traced = 0;
+  for (const op_trace& t : trace)
+    if (t.op == "while") {
+      ++traced;
+      REQUIRE(t.inputs.size() == 1);
+      CHECK(t.inputs[0].slot == "Condition");
+      CHECK(t.inputs[0].from.place() == place::of<opencl>(0));
+      CHECK(t.inputs[0].to.place() == cpu_place);
+    }
+  CHECK(traced == 9);
+  // The weight went to the device once; the later steps were served by the transfer cache.
+  std::size_t w_moves = 0, w_cached = 0;
+  for (const op_trace& t : trace)
+    for (const input_trace& in : t.inputs)
+      if (in.variable == "w") (in.cached ? w_cached : w_moves) += 1;
+  CHECK(w_moves == 1);
+  CHECK(w_cached == 7);
+}
