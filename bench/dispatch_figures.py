@@ -50,3 +50,9 @@ fluid_cached_per_op = ns(executor, "BM_executor_program_fluid_cached_context") /
 print(f"VALUE executor.per_op_ns {per_op:.1f}")
 print(f"RATIO executor.per_op.vs_fluid_style {fluid_per_op / per_op:.2f}")
 print(f"RATIO executor.per_op.vs_fluid_cached_context {fluid_cached_per_op / per_op:.2f}")
+loop_steps = 1000  # steps per run of BM_executor_while_step
+step = ns(executor, "BM_executor_while_step") / loop_steps
+straight = ns(executor, "BM_executor_straight_10")
+print(f"executor: a while step of 10 trivial operators {step:.1f} ns, the 10 run straight {straight:.1f} ns")
+# A time over a time: lower is better, the goal is <= 1.5.
+print(f"RATIO executor.while_step.vs_straight {step / straight:.2f}")

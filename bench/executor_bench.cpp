@@ -1,7 +1,7 @@
 // Executor benchmarks: the cost per operator of a 300-operator program of trivial kernels
-// against a Fluid-style executor that does what Fluid's does per operator (bench/README.md),
-// and a program whose 64 MB CPU weight feeds an accelerator operator run twice: the second
-// run must not copy the weight again.
+// against a Fluid-style executor that does what Fluid's does per operator (bench/README.md), a
+// while loop's step against its body's operators run straight, and a program whose 64 MB CPU weight feeds an
+// accelerator operator run twice: the second run must not copy the weight again.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fluidk/executor.hpp>
+#include <fluidk/program/desc.hpp>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <functional>
@@ -87,14 +88,16 @@ void register_program_ops(std::index_sequence<I...>) {
 
 // The program and its scope: v0 (the input) and w (a weight) hold float tensors, operator i
 // writes v<i+1> from v<i> and, for its further inputs, w and an output a few operators back.
+// "v<i>", the name of the program's variable i.
+std::string v(int i) {
+  std::string name = "v";  // not "v" + ...: g++ 12 warns falsely (-Wrestrict) on that at -O3
+  name += std::to_string(i);
+  return name;
+}
+
 std::vector<op_invocation> program() {
   register_program_ops(std::make_index_sequence<op_shapes.size()>{});
   std::vector<op_invocation> ops;
-  auto v = [](int i) {
-    std::string name = "v";  // not "v" + ...: g++ 12 warns falsely (-Wrestrict) on that at -O3
-    name += std::to_string(i);
-    return name;
-  };
   for (int i = 0; i < program_length; ++i) {
     const op_shape& shape = op_shapes[std::size_t(i * 7 % 10)];
     op_invocation op{std::string(shape.name), {}, {{"Out", {v(i + 1)}}}, {}};
@@ -108,11 +111,7 @@ std::vector<op_invocation> program() {
 
 // Every variable of the program holds a 16-float tensor before the first run.
 void fill_scope(Scope& scope) {
-  for (int i = 0; i <= program_length; ++i) {
-    std::string name = "v";
-    name += std::to_string(i);
-    scope.var(name).set(LoDTensor(Tensor({16}, data_type::float32)));
-  }
+  for (int i = 0; i <= program_length; ++i) scope.var(v(i)).set(LoDTensor(Tensor({16}, data_type::float32)));
   scope.var("w").set(LoDTensor(Tensor({16}, data_type::float32)));
 }
 
@@ -169,6 +168,102 @@ void BM_executor_program_kernels_only(benchmark::State& state) {
   per_op_counter(state);
 }
 BENCHMARK(BM_executor_program_kernels_only)->Unit(benchmark::kMicrosecond);
+
+// A while loop's step against the same operators run straight. The body is 10 trivial
+// operators: count_down (n = n - 1, c = n > 0, which ends the loop) and 9 of the program's
+// operators above, every variable block 0's, holding its tensor before the first run. The
+// straight program is those 10 operators as block 0, run once per iteration; the loop program
+// sets n = steps and c = true (reset_count), then runs the while for `steps` steps. Their
+// per-step times give RATIO executor.while_step.vs_straight (bench/dispatch_figures.py).
+template <class T>
+struct count_down {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    T& n = ctx.output(0).template data<T>()[0];
+    n = ctx.input(0).template data<T>()[0] - 1;
+    ctx.output(1).template data<bool>()[0] = n > 0;
+  }
+};
+template <class T>
+struct reset_count {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    ctx.output(0).template data<T>()[0] = T(ctx.attr<float>("value"));
+    ctx.output(1).template data<bool>()[0] = true;
+  }
+};
+template <template <class> class K, const std::string_view& Name>
+struct counter_op {
+  static constexpr std::string_view name = Name;
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 2> outputs{"Out", "Cond"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(K<float>{}));
+};
+constexpr std::string_view count_down_name = "count_down", reset_count_name = "reset_count";
+constexpr int loop_steps = 1000;
+
+// The 10 operators of the body into `block`; the variables into block 0 of `program`.
+void loop_body(ProgramDesc& program, BlockDesc& block) {
+  register_program_ops(std::make_index_sequence<op_shapes.size()>{});
+  register_operator<counter_op<count_down, count_down_name>>();
+  register_operator<counter_op<reset_count, reset_count_name>>();
+  BlockDesc& global = program.global_block();
+  for (int i = 0; i < 10; ++i) global.var(v(i));
+  global.var("w");
+  global.var("n");
+  global.var("c").dtype = data_type::boolean;
+  block.append_op(OpDesc("count_down", {{"X", {"n"}}}, {{"Out", {"n"}}, {"Cond", {"c"}}}));
+  for (int i = 0; i < 9; ++i) {
+    const op_shape& shape = op_shapes[std::size_t(i * 7 % 10)];
+    const std::string further[2] = {"w", v(std::max(0, i - 3))};
+    slot_map inputs;
+    for (std::size_t s = 0; s < shape.inputs; ++s)
+      inputs[std::string(input_slots[s])] = {s == 0 ? v(i) : further[s - 1]};
+    block.append_op(OpDesc(std::string(shape.name), std::move(inputs), {{"Out", {v(i + 1)}}}));
+  }
+}
+void fill_loop_scope(Scope& scope) {
+  for (int i = 0; i < 10; ++i) scope.var(v(i)).set(LoDTensor(Tensor({16}, data_type::float32)));
+  scope.var("w").set(LoDTensor(Tensor({16}, data_type::float32)));
+  scope.var("n").set(LoDTensor(Tensor({1}, data_type::float32)));
+  scope.var("c").set(LoDTensor(Tensor({1}, data_type::boolean)));
+}
+
+void BM_executor_straight_10(benchmark::State& state) {
+  ProgramDesc program;
+  loop_body(program, program.global_block());
+  Scope scope;
+  fill_loop_scope(scope);
+  scope.get("n").get_mutable<LoDTensor>().data<float>()[0] = 1e30f;  // never reaches 0
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope);
+  for (auto _ : state) executor.run(prepared);
+}
+BENCHMARK(BM_executor_straight_10)->Unit(benchmark::kNanosecond);
+
+void BM_executor_while_step(benchmark::State& state) {
+  ProgramDesc program;
+  BlockDesc& body = program.append_block(0);
+  loop_body(program, body);
+  BlockDesc& global = program.global_block();
+  global.append_op(OpDesc("reset_count", {{"X", {"n"}}}, {{"Out", {"n"}}, {"Cond", {"c"}}},
+                          {{"value", float(loop_steps)}}));
+  global.append_op(
+      OpDesc("while", {{"Condition", {"c"}}}, {{"Out", {"n", "c"}}}, {{"sub_block", block_ref{body.idx()}}}));
+  Scope scope;
+  fill_loop_scope(scope);
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(global, scope);
+  executor.run(prepared);
+  if (executor.stats().block_runs != std::uint64_t(loop_steps)) {
+    state.SkipWithError("the loop did not run its steps");
+    return;
+  }
+  for (auto _ : state) executor.run(prepared);
+  state.counters["per_step_ns"] = benchmark::Counter(
+      double(loop_steps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_executor_while_step)->Unit(benchmark::kMicrosecond);
 
 // Fluid's executor, per operator, as OperatorWithKernel::RunImpl does it from Fluid 1.5 on
 // (operator.cc), step by step in bench/README.md. The kernel is chosen on an operator's first
