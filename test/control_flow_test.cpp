@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <fluidk/devices/opencl.hpp>
+#include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/program.hpp>
 #include <fluidk/runtime_dispatch.hpp>
@@ -583,16 +584,35 @@ TEST_CASE("while on OpenCL: a decoder loop with a CPU-only operator and a condit
   // The condition, made on the device, is brought to the host once per test: 8 steps and the
   // last, false, test.
   CHECK(on_opencl.condition_copies == 9);
-  std::size_t traced = 0;
-  for (const op_trace& t : trace)
-    if (t.op == "while") {
-      ++traced;
-      REQUIRE(t.inputs.size() == 1);
-      CHECK(t.inputs[0].slot == "Condition");
-      CHECK(t.inputs[0].from.place() == place::of<opencl>(0));
-      CHECK(t.inputs[0].to.place() == cpu_place);
-    }
-  CHECK(traced == 9);
+  // The trace: cf_less, then the while's entry (its 8 steps, its 9 copies of the condition),
+  // then each step's 5 operators.
+  REQUIRE(trace.size() == 2 + 8 * 5);
+  const op_trace& loop = trace[1];
+  CHECK(loop.op == "while");
+  CHECK(loop.block_runs == 8);
+  REQUIRE(loop.inputs.size() == 9);
+  for (const input_trace& in : loop.inputs) {
+    CHECK(in.slot == "Condition");
+    CHECK(in.from.place() == place::of<opencl>(0));
+    CHECK(in.to.place() == cpu_place);
+    CHECK(in.bytes_copied == 1);
+  }
+  CHECK(trace[2].op == "cf_halve");
+  CHECK(trace.back().op == "cf_less");
+  // The plan: the body a cluster inside block 0, drawn with its first step's kernels; the
+  // condition's edge counts its tests.
+  const std::string dot = to_dot(program, trace);
+  CHECK(dot.find("subgraph cluster_b1 {") != std::string::npos);
+  CHECK(dot.find("label=\"block 1 (while)\"") != std::string::npos);
+  CHECK(dot.find("while\\n8 steps") != std::string::npos);
+  CHECK(dot.find("9 tests, 9 B copied") != std::string::npos);
+  CHECK(dot.find("b0op1 -> b1op0 [lhead=cluster_b1") != std::string::npos);
+  // hw, the body's own, is drawn in the cluster; h, block 0's, outside it.
+  const std::size_t cluster = dot.find("subgraph cluster_b1 {");
+  CHECK(dot.find("[label=\"hw\"") > cluster);
+  CHECK(dot.find("[label=\"h\"") < cluster);
+  CHECK_THROWS_WITH(to_dot(program, std::span(trace).first(10)),
+                    Catch::Contains("10 traces for a block of 2"));
   // The weight went to the device once; the later steps were served by the transfer cache.
   std::size_t w_moves = 0, w_cached = 0;
   for (const op_trace& t : trace)

@@ -555,11 +555,26 @@ class Executor {
     const std::string_view name = o.info->name();
     ++stats_.ops_run;
     if (c.keep_scopes) drop_step_scopes(p, scopes);  // the last run's
-    std::uint64_t step = 0;
+    // Traced: the operator's own entry, then its sub-block's runs; the entry counts them and
+    // lists the condition's copies to the host (found by index: the body's traces grow the list).
+    const std::size_t traced = trace_ != nullptr ? trace_->size() : no_trace;
+    if (trace_ != nullptr) {
+      const kernel_key none(place_, data_type::boolean, data_layout::any, library_type::plain);
+      trace_->push_back(op_trace{std::string(name), none, none, false, {}});
+    }
+    std::uint64_t step = 0;  // runs of the sub-block so far
+    struct count_runs {
+      std::vector<op_trace>* trace;
+      std::size_t traced;
+      const std::uint64_t& runs;
+      ~count_runs() {
+        if (trace != nullptr && traced < trace->size()) (*trace)[traced].block_runs = runs;
+      }
+    } counting{trace_, traced, step};
     ++depth_;
     try {
       if (c.kind == control_kind::while_loop) {
-        while (condition_holds(name, "Condition", *conditions[0])) {
+        while (condition_holds(name, "Condition", *conditions[0], traced)) {
           if (max_steps_ != 0 && step >= max_steps_)
             throw error("its condition '" + conditions[0]->name() + "' is still true after " +
                         std::to_string(step) + " steps, the most Executor::set_max_steps allows");
@@ -569,14 +584,17 @@ class Executor {
       } else {
         bool holds = true;
         if (c.scalar) {
-          holds = condition_holds(name, "Cond", *conditions[0]);
+          holds = condition_holds(name, "Cond", *conditions[0], traced);
         } else {
           for (const Variable* v : conditions) {
             const Tensor* t = tensor_of(*v);
             holds = holds && t != nullptr && t->initialized() && t->numel() != 0;
           }
         }
-        if (holds) run_step(p, c, scopes);
+        if (holds) {
+          run_step(p, c, scopes);
+          ++step;
+        }
       }
       --depth_;
     } catch (const error& e) {
@@ -635,8 +653,9 @@ class Executor {
 
   // Whether a condition variable holds: a bool tensor of one element, read on the host. One
   // on a device is copied to the host first, counted (condition_copies, bytes_copied) and
-  // traced as an input of the operator that moved.
-  bool condition_holds(std::string_view op, std::string_view slot, const Variable& v) {
+  // traced as an input of the operator's trace entry `traced`.
+  static constexpr std::size_t no_trace = std::size_t(-1);
+  bool condition_holds(std::string_view op, std::string_view slot, const Variable& v, std::size_t traced) {
     const Tensor* t = v.is<LoDTensor>() ? &v.get<LoDTensor>() : nullptr;
     if (t == nullptr || !t->initialized() || t->dtype() != data_type::boolean || t->numel() != 1) [[unlikely]]
       bad_condition(op, slot, v, t);
@@ -648,13 +667,9 @@ class Executor {
     const std::uint64_t bytes = plan_transform(from, to).bytes_copied(t->dims());
     ++stats_.condition_copies;
     stats_.bytes_copied += bytes;
-    if (trace_ != nullptr)
-      trace_->push_back(op_trace{
-          std::string(op),
-          to,
-          to,
-          false,
-          {{std::string(slot), v.name(), from, to, plan_transform(from, to).describe(), bytes, false}}});
+    if (traced != no_trace && trace_ != nullptr && traced < trace_->size())
+      (*trace_)[traced].inputs.push_back(
+          {std::string(slot), v.name(), from, to, plan_transform(from, to).describe(), bytes, false});
     return *host.data<bool>();
   }
   [[noreturn, gnu::cold, gnu::noinline]] static void bad_condition(std::string_view op, std::string_view slot,

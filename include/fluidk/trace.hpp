@@ -24,6 +24,10 @@ struct op_trace {
   kernel_key expected, chosen;
   bool fell_back = false;
   std::vector<input_trace> inputs;  // the inputs that were transformed (or served cached)
+  // A control-flow operator (fluidk/control_flow.hpp), which runs no kernel: how many times it
+  // ran its sub-block (a while's steps); the traces of those runs follow its own, in order. Its
+  // inputs are its condition's copies to the host, one per test of a condition on a device.
+  std::uint64_t block_runs = 0;
 };
 
 }  // namespace fluidk
