@@ -365,6 +365,54 @@ TEST_CASE("while: nested loops, and a conditional inside a loop", "[control_flow
   CHECK(first(again.get("evens")) == 3);
 }
 
+TEST_CASE("while: a loop inside a loop whose step scopes are kept writes the step's variables",
+          "[control_flow]") {
+  // Outer: t = 0, then an inner loop adds one to t three times (j counts), then acc += t. t is
+  // the outer body's own: with the outer step scopes kept, each step's t is in its own scope,
+  // and the inner loop must write that one.
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  for (const char* name : {"i", "j", "acc", "one"}) global.var(name);
+  global.var("ci").dtype = data_type::boolean;
+  global.var("cj").dtype = data_type::boolean;
+  BlockDesc& outer = program.append_block(0);
+  BlockDesc& inner = program.append_block(outer.idx());
+  outer.var("t");
+  inner.append_op(op("cf_add", {{"X", {"t"}}, {"Y", {"one"}}}, {{"Out", {"t"}}}));
+  inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
+  inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 3.0f}}));
+  outer.append_op(op("cf_fill", {{"X", {"one"}}}, {{"Out", {"t"}}}, {{"value", 0.0f}}));
+  outer.append_op(op("cf_fill", {{"X", {"one"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
+  outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 3.0f}}));
+  outer.append_op(op("while", {{"Condition", {"cj"}}}, {{"Out", {"t", "j", "cj"}}},
+                     {{"sub_block", block_ref{inner.idx()}}}));
+  outer.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"t"}}}, {{"Out", {"acc"}}}));
+  outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+  outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"ci"}}}, {{"limit", 4.0f}}));
+  global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"ci"}}}, {{"limit", 4.0f}}));
+  global.append_op(op("while", {{"Condition", {"ci"}}}, {{"Out", {"i", "acc"}}, {"StepScopes", {"steps"}}},
+                      {{"sub_block", block_ref{outer.idx()}}}));
+  for (const bool keep : {false, true}) {
+    Scope scope;
+    for (const char* name : {"i", "j", "acc"}) scope.var(name).set(scalar(0));
+    scope.var("one").set(scalar(1));
+    Executor executor(cpu_place);
+    auto prepared = executor.prepare(
+        global, scope, {.keep = keep ? std::vector<std::string>{"steps"} : std::vector<std::string>{}});
+    for (int run = 0; run < 2; ++run) {
+      scope.get("i").set(scalar(0));
+      scope.get("acc").set(scalar(0));
+      executor.run(prepared);
+      CHECK(first(scope.get("acc")) == 12);
+      if (keep) {
+        const auto& steps = scope.get("steps").get<StepScopes>().scopes;
+        REQUIRE(steps.size() == 4);
+        for (const Scope* step : steps) CHECK(first(*step->find_local("t")) == 3);
+      }
+    }
+  }
+}
+
 TEST_CASE("conditional_block: scalar and non-scalar conditions", "[control_flow]") {
   ProgramDesc program;
   BlockDesc& global = program.global_block();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fluidk/control_flow.hpp>
 #include <fluidk/kernel_type.hpp>
 #include <fluidk/trace.hpp>
 #include <string>
@@ -45,15 +46,22 @@ inline std::string bytes_text(std::uint64_t bytes) {
 // The table: one row per operator run (its place, its kernel, "(fallback)" when it fell
 // back), and under it one line per input that moved: slot and variable, the bytes copied
 // between places (or "cached" when the transfer cache served it, "on host" when only the
-// layout or type changed on the host), and the chain of transforms.
+// layout or type changed on the host), and the chain of transforms. A control-flow operator's
+// row counts the runs of its block (a loop's steps), whose operators' rows follow it; its moved
+// inputs are its condition's copies to the host.
 inline void print_plan(const std::vector<op_trace>& trace) {
   std::printf("  %-2s %-14s %-10s %-26s %s\n", "#", "operator", "runs on", "kernel", "inputs moved");
   int n = 0;
   for (const op_trace& t : trace) {
     std::string kernel = key_text(t.chosen);
     if (t.fell_back) kernel += " (fallback)";
-    std::printf("  %-2d %-14s %-10s %-26s %s\n", ++n, t.op.c_str(), short_name(t.chosen.place()).c_str(),
-                kernel.c_str(), t.inputs.empty() ? "-" : "");
+    std::string where = short_name(t.chosen.place());
+    if (is_control_flow(t.op)) {  // no kernel: its block's runs, whose rows follow
+      where = "-";
+      kernel = "block, " + std::to_string(t.block_runs) + (t.block_runs == 1 ? " run" : " runs");
+    }
+    std::printf("  %-2d %-14s %-10s %-26s %s\n", ++n, t.op.c_str(), where.c_str(), kernel.c_str(),
+                t.inputs.empty() ? "-" : "");
     for (const input_trace& in : t.inputs)
       std::printf("       %-12s %9s  %s\n", (in.slot + " " + in.variable).c_str(),
                   in.cached             ? "cached"

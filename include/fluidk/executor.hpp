@@ -316,6 +316,9 @@ class Executor {
                                        // emptied before each step of the shared scope
       bool keep_scopes = false;        // a scope per step, kept and listed in StepScopes (Scope)
       bool scalar = true;              // conditional_block: is_scalar_condition
+      // Whether `scope` is this operator's to delete: not once it was moved into a step scope
+      // of an enclosing loop (reseat), which owns it from then on and may be gone first.
+      bool owns_scope = true;
 
       control() = default;
       control(const control&) = delete;
@@ -324,7 +327,7 @@ class Executor {
       // children of it).
       ~control() {
         body.reset();
-        if (scope != nullptr) try {
+        if (scope != nullptr && owns_scope) try {
             parent->delete_scope(*scope);
           } catch (const error&) {  // deleted with the scope's other children already
           }
@@ -617,14 +620,29 @@ class Executor {
     if (c.keep_scopes) {
       Scope& step = p.scope_->new_scope();
       scopes->get_mutable<StepScopes>().scopes.push_back(&step);
-      body.scope_ = &step;
-      rebind(body);
+      reseat(body, step);
     } else {
       for (const std::string& name : c.fresh)
         if (Variable* v = c.scope->find_local(name)) release(*v);
     }
     ++stats_.block_runs;
     run(body);
+  }
+
+  // Points a prepared body at the scope of a new step, and the control-flow operators inside it
+  // at new scopes below that one (their variables are found from there): the step's scope
+  // owns those, and drops them with it.
+  static void reseat(prepared& body, Scope& step) {
+    body.scope_ = &step;
+    rebind(body);
+    for (prepared::cold& c : body.cold_)
+      if (c.flow) {
+        prepared::control& inner = *c.flow;
+        inner.parent = &step;
+        inner.scope = &step.new_scope();
+        inner.owns_scope = false;
+        reseat(*inner.body, *inner.scope);
+      }
   }
 
   // After a failed run: the step scopes it made are dropped, and the shared scope's variables
