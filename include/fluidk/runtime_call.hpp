@@ -18,9 +18,9 @@
 #include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/execution_context.hpp"
 #include "fluidk/operator_registry.hpp"
-// With the CPU's transforms, a call whose inputs need a layout change or a cast on the CPU
-// works with this header alone.
-#include "fluidk/transforms/cpu.hpp"
+// With the CPU's transforms (which transforms/runtime.hpp brings where the runtime is
+// compiled), a call whose inputs need a layout change or a cast on the CPU works with this
+// header alone.
 #include "fluidk/transforms/runtime.hpp"
 
 namespace fluidk {

@@ -17,9 +17,6 @@
 #include "fluidk/kernel_type.hpp"
 #include "fluidk/lod_tensor.hpp"
 #include "fluidk/selected_rows.hpp"
-// The CPU's transforms come with every path that plans chains: a translation unit that
-// includes a dispatch or executor header plans with them, whatever else it includes.
-#include "fluidk/transforms/cpu.hpp"
 #include "fluidk/transforms/planner.hpp"
 #include "fluidk/transforms/registry.hpp"
 
@@ -127,6 +124,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::string transform_plan::describe() const {
 }
 #endif
 
+#if FLUIDK_DETAIL_RUNTIME_HERE
+}  // namespace fluidk
+// The CPU's transforms come with every path that plans chains: a translation unit that plans
+// (this one, where the runtime is compiled) registers them on its first plan, whatever else the
+// program includes. A file that only calls the separate runtime does not compile them.
+#include "fluidk/transforms/cpu.hpp"
+namespace fluidk {
 namespace detail {
 
 // Edges from the runtime tables, in the planner's candidate indices.
@@ -230,6 +234,7 @@ class plan_cache {
 };
 
 }  // namespace detail
+#endif
 
 // The kernel key of a tensor's data: its place, data type and layout (library plain).
 inline kernel_key key_of(const Tensor& t) { return {t.place(), t.dtype(), t.layout(), library_type::plain}; }
