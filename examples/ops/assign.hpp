@@ -3,9 +3,9 @@
 // Out is served). Out keeps X's dims, layout and sequence offsets.
 //
 // Kernels: one view for every place and data type it is registered for: CPU (float, double,
-// int32, int64), OpenCL (float) and CUDA (float, double). No oneDNN kernel: use_onednn falls
-// back to the CPU's (policy cpu). Each is declared for layout ANY, so fluidk brings blocked data
-// to NCHW first.
+// int32, int64, bool), OpenCL (float, int32, int64, bool) and CUDA (float, double). No oneDNN kernel:
+// use_onednn falls back to the CPU's (policy cpu). Each is declared for layout ANY, so fluidk brings blocked
+// data to NCHW first.
 #pragma once
 
 #include <array>
@@ -34,16 +34,17 @@ struct assign {
   // Where the expected kernel type has no kernel (use_onednn; another data type on a device),
   // the CPU kernel of the same data type runs, counted and reported once as a fallback.
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
-  static constexpr auto kernels =
-      fluidk::make_kernels(fluidk::kernels_on<cpu>(assign_view<float>{}, assign_view<double>{},
-                                                   assign_view<std::int32_t>{}, assign_view<std::int64_t>{}),
+  static constexpr auto kernels = fluidk::make_kernels(
+      fluidk::kernels_on<cpu>(assign_view<float>{}, assign_view<double>{}, assign_view<std::int32_t>{},
+                              assign_view<std::int64_t>{}, assign_view<bool>{}),
 #if FLUIDK_OPS_OPENCL
-                           fluidk::kernels_on<opencl>(assign_view<float>{}),
+      fluidk::kernels_on<opencl>(assign_view<float>{}, assign_view<std::int32_t>{},
+                                 assign_view<std::int64_t>{}, assign_view<bool>{}),
 #endif
 #if FLUIDK_OPS_CUDA
-                           fluidk::kernels_on<cuda>(assign_view<float>{}, assign_view<double>{}),
+      fluidk::kernels_on<cuda>(assign_view<float>{}, assign_view<double>{}),
 #endif
-                           detail::no_kernels());
+      detail::no_kernels());
 };
 
 }  // namespace fluidk::ops

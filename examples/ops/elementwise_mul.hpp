@@ -5,7 +5,7 @@
 // [C] at axis 1). Out has X's layout (when X and Y share it) and sequence offsets when it has
 // X's dims. The rule and the kernels are elementwise_add's (ops/detail/network_elementwise.hpp).
 //
-// Kernels: CPU plain (float, double), CPU oneDNN (float: the binary primitive, declared for the
+// Kernels: CPU plain (float, double, int32, int64), CPU oneDNN (float: the binary primitive, declared for the
 // plain layouts and nChw8c / nChw16c, so that blocked operands, or a per-channel Y, stay blocked),
 // CUDA (float, double) and OpenCL (float), the device kernels over at most 8 merged dims.
 #pragma once

@@ -4,7 +4,8 @@
 // decides the kernel: the operator declares it as its data_type_attribute. Programs start
 // from operators like this one (a startup program filling biases and counters).
 //
-// Kernels: CPU plain (float, double, int32, int64), CUDA (float, double) and OpenCL (float).
+// Kernels: CPU plain (float, double, int32, int64, bool: true when value is not 0, or a bool
+// attribute's value), CUDA (float, double) and OpenCL (float).
 // oneDNN has no fill primitive, so there is no oneDNN kernel; with use_onednn the CPU's plain
 // kernel runs as a fallback.
 #pragma once
@@ -14,7 +15,9 @@
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "ops/detail/common.hpp"
 #if FLUIDK_OPS_OPENCL
@@ -31,7 +34,14 @@ struct fill_constant_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
     Tensor out(detail::shape_attr(ctx, "shape"), data_type_of<T>, ctx.place());
-    const T value = detail::number_attr_as<T>(ctx, "value", T(0));
+    T value{};
+    if constexpr (std::is_same_v<T, bool>) {
+      const attribute* a = ctx.attributes().find("value");
+      const bool* flag = a != nullptr ? std::get_if<bool>(a) : nullptr;
+      value = flag != nullptr ? *flag : detail::number_attr(ctx, "value", 0.0) != 0;
+    } else {
+      value = detail::number_attr_as<T>(ctx, "value", T(0));
+    }
     T* y = out.data<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) y[i] = value;
     ctx.set_output("Out", std::move(out));
@@ -96,7 +106,8 @@ struct fill_constant {
   static constexpr fluidk::fallback_policy fallback = fluidk::fallback_policy::cpu;
   static constexpr auto kernels = fluidk::make_kernels(
       fluidk::kernels_on<cpu>(fill_constant_cpu<float>{}, fill_constant_cpu<double>{},
-                              fill_constant_cpu<std::int32_t>{}, fill_constant_cpu<std::int64_t>{}),
+                              fill_constant_cpu<std::int32_t>{}, fill_constant_cpu<std::int64_t>{},
+                              fill_constant_cpu<bool>{}),
       detail::fill_constant_cuda_kernels, detail::fill_constant_opencl_kernels);
 };
 

@@ -30,6 +30,28 @@ void register_all() {
   fluidk::register_operator<batch_norm>();
   fluidk::register_operator<clip>();
   fluidk::register_operator<sigmoid>();
+  // What control flow needs (ONNX If and Loop): counters, comparisons and logic, arrays of
+  // per-step values, and the operators of the node tests' loop bodies.
+  fluidk::register_operator<increment>();
+  fluidk::register_operator<less_than>();
+  fluidk::register_operator<less_equal>();
+  fluidk::register_operator<greater_than>();
+  fluidk::register_operator<greater_equal>();
+  fluidk::register_operator<equal>();
+  fluidk::register_operator<not_equal>();
+  fluidk::register_operator<logical_and>();
+  fluidk::register_operator<logical_or>();
+  fluidk::register_operator<logical_xor>();
+  fluidk::register_operator<logical_not>();
+  fluidk::register_operator<write_to_array>();
+  fluidk::register_operator<read_from_array>();
+  fluidk::register_operator<tensor_array_to_tensor>();
+  fluidk::register_operator<cast>();
+  fluidk::register_operator<ceil>();
+  fluidk::register_operator<elementwise_sub>();
+  fluidk::register_operator<elementwise_div>();
+  fluidk::register_operator<slice>();
+  fluidk::register_operator<unsqueeze2>();
 }
 
 }  // namespace fluidk::ops

@@ -1,5 +1,6 @@
-// What elementwise_add and elementwise_mul share: the one broadcasting rule and their kernels
-// (CPU plain, oneDNN's binary primitive, OpenCL, CUDA), with their OpenCL C source. (clip and
+// What elementwise_add, elementwise_mul, elementwise_sub and elementwise_div share: the one
+// broadcasting rule and their kernels (CPU plain, oneDNN's binary primitive, OpenCL, CUDA for add
+// and mul), with their OpenCL C source; the compare and logical operators reuse the rule. (clip and
 // sigmoid share ops/detail/network_activation.hpp; softmax and dropout keep their own sources.)
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
 #include <fluidk/tensor.hpp>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -158,8 +160,8 @@ struct broadcast_geometry {
   }
 };
 
-// The two operations: Fluid's elementwise_add and elementwise_mul, and their code in the
-// device kernels.
+// The operations: Fluid's elementwise_add, elementwise_mul, elementwise_sub and
+// elementwise_div, and their code in the device kernels.
 struct add_operation {
   static constexpr int code = 0;
   template <class T>
@@ -174,6 +176,26 @@ struct mul_operation {
     return a * b;
   }
 };
+struct sub_operation {
+  static constexpr int code = 2;
+  template <class T>
+  static T apply(T a, T b) {
+    return a - b;
+  }
+};
+// Integers divide as C++ (and ONNX) do, towards zero; a zero divisor is an error rather than
+// undefined behaviour, and the one quotient that overflows (min / -1) wraps to min.
+struct div_operation {
+  static constexpr int code = 3;
+  template <class T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0)) throw error("integer division by zero");
+      if (b == T(-1)) return a == std::numeric_limits<T>::min() ? a : T(-a);
+    }
+    return a / b;
+  }
+};
 
 namespace detail {
 // X and Y as the kernels read them: as given when they share dims and layout (their storage
@@ -186,9 +208,10 @@ inline std::pair<Tensor, Tensor> elementwise_operands(const execution_context& c
 }
 
 // c = op(a, b) over the geometry's runs: the last dim innermost, the others counted like an
-// odometer, each operand's offset moved by its strides.
-template <class T, class Op>
-void broadcast_loop(const broadcast_geometry& g, const T* a, const T* b, T* c) {
+// odometer, each operand's offset moved by its strides. R is the result's type (bool for the
+// comparisons).
+template <class T, class Op, class R = T>
+void broadcast_loop(const broadcast_geometry& g, const T* a, const T* b, R* c) {
   if (g.total == 0) return;
   const int last = g.rank - 1;
   const std::int64_t n = g.extents[std::size_t(last)], sa = g.x_strides[std::size_t(last)],
@@ -307,8 +330,10 @@ struct elementwise_binary_onednn {
     if (g.total == 0 || g.out.rank() == 0 || (!x_full && !g.full_y()))
       return elementwise_binary_cpu<float, Op>{}(ctx);
     onednn_context& dnn = detail::onednn_of(ctx);
-    const dnnl::algorithm algorithm =
-        Op::code == add_operation::code ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+    const dnnl::algorithm algorithm = Op::code == add_operation::code   ? dnnl::algorithm::binary_add
+                                      : Op::code == mul_operation::code ? dnnl::algorithm::binary_mul
+                                      : Op::code == sub_operation::code ? dnnl::algorithm::binary_sub
+                                                                        : dnnl::algorithm::binary_div;
     if (g.same) {
       Tensor out(g.out, data_type::float32, ctx.place(), x.layout());
       const memory::desc flat({g.total}, memory::data_type::f32, memory::format_tag::a);
@@ -372,7 +397,7 @@ namespace detail {
 // The OpenCL C kernel of elementwise_add and elementwise_mul. Element offsets come as arguments, so a tensor
 // that is a slice of a larger buffer works like any other; each computes what the CPU kernels compute.
 inline constexpr const char* elementwise_opencl_source = R"CLC(
-// c = a op b (op 0: +, 1: *) over `rank` dims of `extents`, each operand stepping by its own
+// c = a op b (op 0: +, 1: *, 2: -, 3: /) over `rank` dims of `extents`, each operand stepping by its own
 // strides (0 where it repeats). Vectors carry the dims; vstore8 makes them indexable.
 __kernel void binary_broadcast_f32(__global const float* a, ulong a_off, __global const float* b, ulong b_off,
                                    __global float* c, ulong total, int op, int rank, ulong8 extents,
@@ -391,7 +416,7 @@ __kernel void binary_broadcast_f32(__global const float* a, ulong a_off, __globa
     bi += k * bs[d];
   }
   const float u = a[ai], v = b[bi];
-  c[i] = op == 0 ? u + v : u * v;
+  c[i] = op == 0 ? u + v : op == 1 ? u * v : op == 2 ? u - v : u / v;
 }
 )CLC";
 
@@ -451,18 +476,34 @@ struct elementwise_binary_cuda {
 #endif
 
 namespace detail {
-// The kernels of elementwise_add (Op add_operation) or elementwise_mul (mul_operation):
-// CPU plain (float, double), oneDNN (float), CUDA (float, double), OpenCL (float).
+// The CUDA kernels of an operation: add and mul have theirs (cuda_launch::binary_op); sub and div
+// none, so they fall back to the CPU.
+template <class Op>
+constexpr auto elementwise_binary_cuda_kernels() {
+#if FLUIDK_OPS_CUDA
+  if constexpr (Op::code == add_operation::code || Op::code == mul_operation::code)
+    return fluidk::kernels_on<cuda>(elementwise_binary_cuda<float, Op>{},
+                                    elementwise_binary_cuda<double, Op>{});
+  else
+    return no_kernels();
+#else
+  return no_kernels();
+#endif
+}
+
+// The kernels of elementwise_add (Op add_operation), elementwise_mul (mul_operation),
+// elementwise_sub (sub_operation) or elementwise_div (div_operation): CPU plain (float, double,
+// int32, int64), oneDNN (float), CUDA (float, double; add and mul), OpenCL (float).
 template <class Op>
 constexpr auto elementwise_binary_kernels() {
   return fluidk::make_kernels(
-      fluidk::kernels_on<cpu>(elementwise_binary_cpu<float, Op>{}, elementwise_binary_cpu<double, Op>{}),
+      fluidk::kernels_on<cpu>(elementwise_binary_cpu<float, Op>{}, elementwise_binary_cpu<double, Op>{},
+                              elementwise_binary_cpu<std::int32_t, Op>{},
+                              elementwise_binary_cpu<std::int64_t, Op>{}),
 #if FLUIDK_OPS_ONEDNN
       fluidk::kernels_on<cpu, library::onednn>(elementwise_binary_onednn<Op>{}),
 #endif
-#if FLUIDK_OPS_CUDA
-      fluidk::kernels_on<cuda>(elementwise_binary_cuda<float, Op>{}, elementwise_binary_cuda<double, Op>{}),
-#endif
+      elementwise_binary_cuda_kernels<Op>(),
 #if FLUIDK_OPS_OPENCL
       fluidk::kernels_on<opencl>(elementwise_binary_opencl<Op>{}),
 #endif
