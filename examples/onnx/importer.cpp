@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <fluidk/control_flow.hpp>
 #include <fluidk/operator_registry.hpp>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -78,7 +80,10 @@ void silence_protobuf_log() {
 
 class node_view {
  public:
-  node_view(const onnx::NodeProto& proto, std::size_t index, int version) : proto(proto), version(version) {
+  // `where`: for a node of a subgraph, the graph it is in ("the body of node 0 (Loop, output
+  // 'y')"); empty for the model's graph.
+  node_view(const onnx::NodeProto& proto, std::size_t index, int version, const std::string& where = {})
+      : proto(proto), version(version) {
     label = "node " + std::to_string(index);
     if (!proto.name().empty())
       label += " " + quoted(proto.name()) + " (" + proto.op_type() + ")";
@@ -86,6 +91,7 @@ class node_view {
       label += " (" + proto.op_type() + ", output " + quoted(proto.output(0)) + ")";
     else
       label += " (" + proto.op_type() + ")";
+    if (!where.empty()) label += " in " + where;
   }
 
   const onnx::NodeProto& proto;
@@ -216,16 +222,10 @@ class translator {
     run_checker();
     check_window_ranks();
     infer_shapes();
+    rename_subgraph_values();
     collect_types();
     declare_inputs();
-    const auto& graph = model_.graph();
-    for (int i = 0; i < graph.node_size(); ++i) {
-      const onnx::NodeProto& proto = graph.node(i);
-      const node_view node(proto, std::size_t(i), versions_[std::size_t(i)]);
-      (this->*spec_of(proto.op_type())->map)(node);
-      for (int k = 0; k < proto.output_size(); ++k)
-        if (!proto.output(k).empty()) defined_.insert(proto.output(k));
-    }
+    translate_graph(model_.graph(), {});
     declare_outputs();
     return std::move(result_);
   }
@@ -248,8 +248,25 @@ class translator {
   void softmax(const node_view& n);
   void concat(const node_view& n);
   void dropout(const node_view& n);
-  void identity(const node_view& n) { unary(n, "assign"); }
+  void identity(const node_view& n);
   void constant(const node_view& n);
+  void sub(const node_view& n) { elementwise(n, "elementwise_sub"); }
+  void div(const node_view& n) { elementwise(n, "elementwise_div"); }
+  void cast(const node_view& n);
+  void ceil(const node_view& n);
+  void unsqueeze(const node_view& n);
+  void slice(const node_view& n);
+  void less(const node_view& n) { comparison(n, "less_than"); }
+  void less_or_equal(const node_view& n) { comparison(n, "less_equal"); }
+  void greater(const node_view& n) { comparison(n, "greater_than"); }
+  void greater_or_equal(const node_view& n) { comparison(n, "greater_equal"); }
+  void equal(const node_view& n) { comparison(n, "equal"); }
+  void logical_and(const node_view& n) { logical(n, "logical_and"); }
+  void logical_or(const node_view& n) { logical(n, "logical_or"); }
+  void logical_xor(const node_view& n) { logical(n, "logical_xor"); }
+  void logical_not(const node_view& n);
+  void if_node(const node_view& n);
+  void loop(const node_view& n);
 
  private:
   static const op_spec* spec_of(std::string_view type) {
@@ -303,49 +320,79 @@ class translator {
   }
 
   // Every node: of the ONNX domain, of an op type the importer maps, defined at the model's
-  // opset, with attributes the importer maps, of their types.
+  // opset, with attributes the importer maps, of their types; and so for the nodes of every
+  // subgraph (If's branches, Loop's body), whose inputs and outputs must be tensors.
   void check_nodes() {
     const auto& graph = model_.graph();
-    for (int i = 0; i < graph.node_size(); ++i) {
-      const onnx::NodeProto& proto = graph.node(i);
-      const node_view partial(proto, std::size_t(i), 0);
-      if (!proto.domain().empty() && proto.domain() != "ai.onnx")
-        partial.refuse("domain " + quoted(proto.domain()) +
-                       " is not supported; the importer maps the ONNX domain only");
-      const op_spec* spec = spec_of(proto.op_type());
-      if (spec == nullptr) {
-        std::string supported;
-        for (const std::string& t : supported_op_types()) supported += (supported.empty() ? "" : ", ") + t;
-        partial.refuse("op type " + quoted(proto.op_type()) + " is not supported; the importer maps " +
-                       supported);
-      }
-      const onnx::OpSchema* schema =
-          onnx::OpSchemaRegistry::Schema(proto.op_type(), opset_, onnx::ONNX_DOMAIN);
-      if (schema == nullptr)
-        partial.refuse("op type " + quoted(proto.op_type()) + " is not defined at opset " +
-                       std::to_string(opset_));
-      const int version = schema->since_version();
-      versions_.push_back(version);
-      const node_view node(proto, std::size_t(i), version);
-      std::set<std::string, std::less<>> seen;
-      for (const AttributeProto& a : proto.attribute()) {
-        if (!seen.insert(a.name()).second) node.refuse_attribute(a.name(), "is given twice");
-        if (!a.ref_attr_name().empty())
-          node.refuse_attribute(a.name(), "refers to a function's attribute; functions are not supported");
-        const attribute_spec* known_attribute = nullptr;
-        for (const attribute_spec& s : spec->attributes)
-          if (s.name == a.name() && s.first <= version && version <= s.last) known_attribute = &s;
-        if (known_attribute == nullptr)
-          node.refuse_attribute(a.name(), "is not supported (" + proto.op_type() + " version " +
-                                              std::to_string(version) + " as the importer maps it)");
-        if (a.type() != known_attribute->type)
-          node.refuse_attribute(a.name(), "is of type " + attribute_type_name(a.type()) + "; " +
-                                              proto.op_type() + " defines it as " +
-                                              attribute_type_name(known_attribute->type));
-      }
-      if (proto.op_type() == "Conv" || proto.op_type() == "MaxPool" || proto.op_type() == "AveragePool")
-        check_window_attributes(node);
+    for (int i = 0; i < graph.node_size(); ++i)
+      versions_.push_back(check_node(graph.node(i), std::size_t(i), {}));
+  }
+
+  // The since_version of a node's op type at the model's opset (0 when the opset has none).
+  int version_of(const onnx::NodeProto& proto) const {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(proto.op_type(), opset_, onnx::ONNX_DOMAIN);
+    return schema == nullptr ? 0 : schema->since_version();
+  }
+
+  int check_node(const onnx::NodeProto& proto, std::size_t index, const std::string& where) {
+    const node_view partial(proto, index, 0, where);
+    if (!proto.domain().empty() && proto.domain() != "ai.onnx")
+      partial.refuse("domain " + quoted(proto.domain()) +
+                     " is not supported; the importer maps the ONNX domain only");
+    const op_spec* spec = spec_of(proto.op_type());
+    if (spec == nullptr) {
+      std::string supported;
+      for (const std::string& t : supported_op_types()) supported += (supported.empty() ? "" : ", ") + t;
+      partial.refuse("op type " + quoted(proto.op_type()) + " is not supported; the importer maps " +
+                     supported);
     }
+    const int version = version_of(proto);
+    if (version == 0)
+      partial.refuse("op type " + quoted(proto.op_type()) + " is not defined at opset " +
+                     std::to_string(opset_));
+    const node_view node(proto, index, version, where);
+    std::set<std::string, std::less<>> seen;
+    for (const AttributeProto& a : proto.attribute()) {
+      if (!seen.insert(a.name()).second) node.refuse_attribute(a.name(), "is given twice");
+      if (!a.ref_attr_name().empty())
+        node.refuse_attribute(a.name(), "refers to a function's attribute; functions are not supported");
+      const attribute_spec* known_attribute = nullptr;
+      for (const attribute_spec& s : spec->attributes)
+        if (s.name == a.name() && s.first <= version && version <= s.last) known_attribute = &s;
+      if (known_attribute == nullptr)
+        node.refuse_attribute(a.name(), "is not supported (" + proto.op_type() + " version " +
+                                            std::to_string(version) + " as the importer maps it)");
+      if (a.type() != known_attribute->type)
+        node.refuse_attribute(a.name(), "is of type " + attribute_type_name(a.type()) + "; " +
+                                            proto.op_type() + " defines it as " +
+                                            attribute_type_name(known_attribute->type));
+      if (a.type() == AttributeProto::GRAPH) check_subgraph(node, a.name(), a.g());
+    }
+    if (proto.op_type() == "Conv" || proto.op_type() == "MaxPool" || proto.op_type() == "AveragePool")
+      check_window_attributes(node);
+    return version;
+  }
+
+  // A subgraph (attribute `attribute` of node n): tensors in and out, initializers the importer
+  // reads, and its nodes checked as the model's.
+  void check_subgraph(const node_view& n, const std::string& attribute, const onnx::GraphProto& graph) {
+    const std::string where = "the " + attribute + " of " + n.label;
+    for (const auto* values : {&graph.input(), &graph.output()})
+      for (const auto& value : *values)
+        if (!value.type().has_tensor_type() && value.type().value_case() != onnx::TypeProto::VALUE_NOT_SET)
+          n.refuse_attribute(attribute, "has input or output " + quoted(value.name()) +
+                                            ", which is not a tensor (a sequence, map or optional); the "
+                                            "importer maps tensors only");
+    if (graph.sparse_initializer_size() > 0)
+      n.refuse_attribute(attribute, "has a sparse initializer; sparse initializers are not supported");
+    for (const TensorProto& init : graph.initializer()) {
+      if (init.name().empty()) n.refuse_attribute(attribute, "has an initializer without a name");
+      if (init.data_location() == TensorProto::EXTERNAL || init.external_data_size() > 0)
+        n.refuse_attribute(attribute,
+                           "has initializer " + quoted(init.name()) +
+                               ", whose data is external; the importer reads data inside the model only");
+    }
+    for (int i = 0; i < graph.node_size(); ++i) check_node(graph.node(i), std::size_t(i), where);
   }
 
   // The attributes of a 2-D window (Conv, MaxPool, AveragePool), before ONNX's shape
@@ -470,10 +517,76 @@ class translator {
     }
   }
 
-  void collect_types() {
+  // Every value of a subgraph given a name of its own. Sibling subgraphs (an If's two branches,
+  // the bodies of two Loops) may use the same names, and ONNX's IR lets a subgraph's names shadow
+  // an enclosing graph's (the checker of libonnx refuses that); the importer keeps one map of
+  // types and values by name, and a fluidk sub-block reads its enclosing blocks' variables by
+  // name. So a subgraph value whose name another value of the model has is renamed "name@2"
+  // (the first free number), in the subgraph and in the subgraphs inside it that read it; the
+  // model's own graph keeps its names, so its inputs and outputs are named as the model names
+  // them. Run after shape inference (which reads the model as written), so that the inferred
+  // types are renamed with their values.
+  void rename_subgraph_values() {
     const auto& graph = model_.graph();
+    auto note = [&](const std::string& name) {
+      if (!name.empty()) all_names_.insert(name);
+    };
+    name_map outer;
+    for (const auto* values : {&graph.input(), &graph.value_info(), &graph.output()})
+      for (const auto& v : *values) note(v.name());
+    for (const TensorProto& init : graph.initializer()) note(init.name());
+    for (const auto& node : graph.node()) {
+      for (const auto& name : node.input()) note(name);
+      for (const auto& name : node.output()) note(name);
+    }
+    for (const std::string& name : all_names_) outer.emplace(name, name);
+    for (auto& node : *model_.mutable_graph()->mutable_node())
+      for (auto& a : *node.mutable_attribute())
+        if (a.type() == AttributeProto::GRAPH) rename_graph(*a.mutable_g(), outer);
+  }
+
+  using name_map = std::map<std::string, std::string, std::less<>>;
+
+  void rename_graph(onnx::GraphProto& graph, const name_map& outer) {
+    name_map names = outer;
+    auto define = [&](const std::string& name) {
+      if (name.empty()) return;
+      std::string fresh = name;
+      for (int k = 2; all_names_.contains(fresh); ++k) fresh = name + "@" + std::to_string(k);
+      all_names_.insert(fresh);
+      names[name] = fresh;
+    };
+    for (const auto& v : graph.input()) define(v.name());
+    for (const TensorProto& init : graph.initializer()) define(init.name());
+    for (const auto& node : graph.node())
+      for (const auto& name : node.output()) define(name);
+    auto rename = [&](std::string* name) {
+      if (const auto it = names.find(*name); it != names.end()) *name = it->second;
+    };
+    for (auto* values : {graph.mutable_input(), graph.mutable_value_info(), graph.mutable_output()})
+      for (auto& v : *values) rename(v.mutable_name());
+    for (TensorProto& init : *graph.mutable_initializer()) rename(init.mutable_name());
+    for (auto& node : *graph.mutable_node()) {
+      for (auto& name : *node.mutable_input()) rename(&name);
+      for (auto& name : *node.mutable_output()) rename(&name);
+      for (auto& a : *node.mutable_attribute())
+        if (a.type() == AttributeProto::GRAPH) rename_graph(*a.mutable_g(), names);
+    }
+  }
+
+  void collect_types() { collect_graph_types(model_.graph(), true); }
+
+  // The inferred types of a graph's values and of its subgraphs' (whose names are the model's
+  // own after rename_subgraph_values), and the subgraphs' initializers as constants.
+  void collect_graph_types(const onnx::GraphProto& graph, bool model_graph) {
     for (const auto* values : {&graph.input(), &graph.value_info(), &graph.output()})
       for (const auto& v : *values) types_[v.name()] = type_of_proto(v.type());
+    if (!model_graph)
+      for (const TensorProto& init : graph.initializer()) constants_[init.name()] = &init;
+    for (const auto& node : graph.node())
+      for (const auto& a : node.attribute())
+        if (a.type() == AttributeProto::GRAPH) collect_graph_types(a.g(), false);
+    if (!model_graph) return;
     for (const auto& [name, proto] : constants_) {
       value_type t;
       t.elem_type = proto->data_type();
@@ -484,6 +597,19 @@ class translator {
     for (const auto& [name, _] : types_) all_names_.insert(name);
     for (const auto& node : graph.node())
       for (const auto& name : node.output()) all_names_.insert(name);
+  }
+
+  // Maps the nodes of a graph, in order, to operators of the current block (block_).
+  void translate_graph(const onnx::GraphProto& graph, const std::string& where) {
+    const bool model_graph = &graph == &model_.graph();
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& proto = graph.node(i);
+      const node_view node(proto, std::size_t(i), model_graph ? versions_[std::size_t(i)] : version_of(proto),
+                           where);
+      (this->*spec_of(proto.op_type())->map)(node);
+      for (int k = 0; k < proto.output_size(); ++k)
+        if (!proto.output(k).empty()) defined_.insert(proto.output(k));
+    }
   }
 
   void declare_inputs() {
@@ -508,7 +634,9 @@ class translator {
 
   // ---- helpers of the mappings
 
-  BlockDesc& block() { return result_.program.block(0); }
+  // The block the current graph's operators go to: block 0 for the model's graph, a sub-block for
+  // a branch of If or the body of Loop.
+  BlockDesc& block() { return result_.program.block(block_); }
 
   const value_type& type(const std::string& name, const node_view* node) {
     const auto it = types_.find(name);
@@ -556,7 +684,7 @@ class translator {
   // A value an operator reads as a tensor: a graph input, an earlier node's output, or an
   // initializer or folded Constant, declared persistable and loaded on first use.
   void make_available(const std::string& name, const node_view* n, std::string_view role) {
-    if (block().has_var(name)) return;
+    if (block().find_var_recursive(name) != nullptr) return;
     if (!defined_.contains(name)) {
       const std::string what = std::string(role) + " " + quoted(name) + " is made by no earlier node";
       if (n != nullptr) n->refuse(what);
@@ -569,8 +697,11 @@ class translator {
       throw refused(what);
     }
     Tensor tensor = tensor_from_proto(*it->second, "initializer " + quoted(name));
-    declare(name, tensor.dtype(), std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()),
-            true);
+    // In the global block, whichever block reads it: the weights are loaded into the scope the
+    // program runs in, and a sub-block's own variables start empty at every step.
+    result_.program.block(0).var(name) =
+        VarDesc{name, var_kind::lod_tensor, tensor.dtype(),
+                std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()), true};
     result_.weights.emplace_back(name, std::move(tensor));
   }
 
@@ -603,6 +734,116 @@ class translator {
     return name;
   }
 
+  // The same, of another data type.
+  std::string intermediate_of(const std::string& base, std::string_view what, data_type dtype,
+                              std::vector<std::int64_t> extents) {
+    const std::string name = intermediate(base, what, std::move(extents));
+    block().var(name).dtype = dtype;
+    return name;
+  }
+
+  // A tensor of one of the element types `allowed` (ONNX's), or a refusal naming them.
+  void require_type(const node_view& n, const std::string& name, std::string_view role,
+                    std::initializer_list<int> allowed) {
+    const value_type& t = type(name, &n);
+    if (!t.tensor)
+      n.refuse(std::string(role) + " " + quoted(name) +
+               " is not a tensor (a sequence, map or optional); the importer maps tensors only");
+    if (std::find(allowed.begin(), allowed.end(), t.elem_type) == allowed.end()) {
+      std::string names;
+      for (const int e : allowed) names += (names.empty() ? "" : ", ") + onnx_type_name(e);
+      n.refuse(std::string(role) + " " + quoted(name) + " is " + onnx_type_name(t.elem_type) +
+               "; the importer maps " + n.proto.op_type() + " on " + names);
+    }
+    if (t.dims && t.dims->size() > max_rank)
+      n.refuse(std::string(role) + " " + quoted(name) + " has rank " + std::to_string(t.dims->size()) +
+               "; fluidk's tensors have at most " + std::to_string(max_rank) + " dimensions");
+  }
+  // An input tensor of one of the element types `allowed`: its variable's name.
+  std::string value_input(const node_view& n, int index, std::string_view role,
+                          std::initializer_list<int> allowed) {
+    const std::string name = n.input(index);
+    if (name.empty()) n.refuse(std::string(role) + " (input " + std::to_string(index) + ") is missing");
+    require_type(n, name, role, allowed);
+    make_available(name, &n, role);
+    return name;
+  }
+  // An output of one of the element types `allowed`, declared in the current block with its
+  // inferred type.
+  std::string value_output(const node_view& n, int index, std::initializer_list<int> allowed) {
+    const std::string name = n.output(index);
+    if (name.empty()) n.refuse("output " + std::to_string(index) + " has no name");
+    require_type(n, name, "output", allowed);
+    const value_type& t = type(name, &n);
+    declare(name, *data_type_of_onnx(t.elem_type), t.dims.value_or(std::vector<std::int64_t>{}), false);
+    return name;
+  }
+  // A value that must hold one element (a condition, a trip count): refused when its shape says
+  // otherwise (an unknown extent is checked when the program runs).
+  void require_one_element(const node_view& n, const std::string& name, std::string_view role) {
+    const value_type& t = type(name, &n);
+    if (!t.dims) return;
+    for (const std::int64_t e : *t.dims)
+      if (e >= 0 && e != 1)
+        n.refuse(std::string(role) + " " + quoted(name) + " is " + dims_text(*t.dims) +
+                 "; it must hold one element");
+  }
+
+  // The names that the operators of block `root` and of the blocks inside it read (reads) or
+  // write (!reads) and that an enclosing block of `root` declares: a control-flow operator's X
+  // and Out (Input and Out).
+  std::vector<std::string> outer_names(std::size_t root, bool reads) {
+    std::set<std::string, std::less<>> found;
+    const ProgramDesc& program = result_.program;
+    auto inside = [&](std::size_t b) {  // whether block b is root or inside it
+      for (std::optional<std::size_t> at = b; at; at = program.block(*at).parent_idx())
+        if (*at == root) return true;
+      return false;
+    };
+    auto declaring = [&](std::size_t from, const std::string& name) -> std::optional<std::size_t> {
+      for (std::optional<std::size_t> at = from; at; at = program.block(*at).parent_idx())
+        if (program.block(*at).has_var(name)) return at;
+      return std::nullopt;
+    };
+    std::vector<std::size_t> pending{root};
+    while (!pending.empty()) {
+      const std::size_t b = pending.back();
+      pending.pop_back();
+      for (const OpDesc& op : program.block(b).ops()) {
+        for (const auto& [slot, names] : reads ? op.inputs() : op.outputs())
+          for (const std::string& name : names) {
+            const auto at = declaring(b, name);
+            if (at && !inside(*at)) found.insert(name);
+          }
+        for (const std::size_t sub : sub_blocks(op)) pending.push_back(sub);
+      }
+    }
+    return {found.begin(), found.end()};
+  }
+
+  // The graph of attribute `name` (If's branches, Loop's body).
+  static const onnx::GraphProto& graph_attribute(const node_view& n, std::string_view name) {
+    const AttributeProto* a = n.attribute(name);
+    if (a == nullptr) n.refuse_attribute(name, "is missing; ONNX requires it");
+    return a->g();
+  }
+
+  // Maps a subgraph's nodes (none without one) into a new child block of the current one and
+  // returns its index;
+  // `before` and `after` append the block's first and last operators (the current block is the
+  // child while they run).
+  template <class Before, class After>
+  std::size_t sub_block(const onnx::GraphProto* graph, const std::string& where, Before before, After after) {
+    const std::size_t parent = block_;
+    block_ = result_.program.append_block(parent).idx();
+    const std::size_t made = block_;
+    before();
+    if (graph != nullptr) translate_graph(*graph, where);
+    after();
+    block_ = parent;
+    return made;
+  }
+
   void declare(const std::string& name, data_type dtype, std::vector<std::int64_t> extents,
                bool persistable) {
     block().var(name) = VarDesc{name, var_kind::lod_tensor, dtype, std::move(extents), persistable};
@@ -612,7 +853,7 @@ class translator {
   // operator; an operator the build has not registered, or one append_op refuses, is refused
   // naming the node.
   void append(const node_view& n, std::string type, slot_map inputs, slot_map outputs, attribute_map attrs) {
-    if (operator_registry::instance().find(type) == nullptr)
+    if (!is_control_flow(type) && operator_registry::instance().find(type) == nullptr)
       n.refuse("maps to fluidk operator " + quoted(type) + ", which this build has not registered");
     if (!options_.library_attribute.empty()) attrs.set(options_.library_attribute, true);
     if (const auto it = options_.op_device.find(n.proto.op_type()); it != options_.op_device.end())
@@ -622,7 +863,7 @@ class translator {
     } catch (const error& e) {
       n.refuse(detail::unprefixed(e));
     }
-    result_.origins.push_back(n.label);
+    if (block_ == 0) result_.origins.push_back(n.label);
   }
 
   // The value of a constant input (initializer or folded Constant), or null when the input is
@@ -687,6 +928,8 @@ class translator {
   }
 
   void elementwise(const node_view& n, std::string type);
+  void comparison(const node_view& n, std::string type);
+  void logical(const node_view& n, std::string type);
   void pool(const node_view& n, bool max);
 
   // The paddings of a 2-D window operator (Conv, MaxPool, AveragePool): ONNX's pads
@@ -755,7 +998,8 @@ class translator {
   const std::vector<dims>* input_dims_;
   options options_;
   int opset_ = 0;
-  std::vector<int> versions_;  // of each node's op definition
+  std::vector<int> versions_;  // of each node's op definition (the model's graph)
+  std::size_t block_ = 0;      // the block that the nodes being mapped go to
   std::map<std::string, const TensorProto*, std::less<>> constants_;
   std::deque<TensorProto> folded_;  // the values of Constant nodes
   std::map<std::string, value_type, std::less<>> types_;
@@ -906,13 +1150,14 @@ void translator::clip(const node_view& n) {
   append(n, "clip", {{"X", {x}}}, {{"Out", {out}}}, {{"min", bounds[0]}, {"max", bounds[1]}});
 }
 
-// Add, Mul -> elementwise_add, elementwise_mul: numpy broadcasting (axis -1); before version
-// 7, broadcast and axis as ONNX defined them then (B's dims a contiguous part of A's).
+// Add, Mul, Sub, Div -> elementwise_add, elementwise_mul, elementwise_sub, elementwise_div, on
+// FLOAT, INT32 and INT64 (integers divide towards zero): numpy broadcasting (axis -1); before
+// version 7, broadcast and axis as ONNX defined them then (B's dims a contiguous part of A's).
 void translator::elementwise(const node_view& n, std::string type) {
   n.require_inputs(2, 2);
   require_one_output(n, "");
-  const std::string a = data_input(n, 0, "A");
-  const std::string b = data_input(n, 1, "B");
+  const std::string a = value_input(n, 0, "A", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
+  const std::string b = value_input(n, 1, "B", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
   std::int32_t axis = -1;
   if (n.version < 7) {
     const auto& as = known_shape(n, a, "broadcasting as ONNX defined it before version 7");
@@ -935,7 +1180,7 @@ void translator::elementwise(const node_view& n, std::string type) {
       axis = scalar ? -1 : to_int32(n, "axis", start);
     }
   }
-  const std::string c = data_output(n, 0);
+  const std::string c = value_output(n, 0, {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
   append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", axis}});
 }
 
@@ -1256,6 +1501,399 @@ void translator::constant(const node_view& n) {
   constants_[n.output(0)] = &folded_.back();
 }
 
+// The element types of the values that assign, cast and the control-flow mappings carry.
+constexpr std::initializer_list<int> any_tensor{TensorProto::FLOAT, TensorProto::DOUBLE, TensorProto::INT32,
+                                                TensorProto::INT64, TensorProto::BOOL};
+
+// Identity -> assign (a view), of FLOAT, DOUBLE, INT32, INT64 or BOOL.
+void translator::identity(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = value_input(n, 0, "input", any_tensor);
+  const std::string out = value_output(n, 0, any_tensor);
+  append(n, "assign", {{"X", {x}}}, {{"Out", {out}}}, {});
+}
+
+// Less, LessOrEqual, Greater, GreaterOrEqual, Equal -> less_than, less_equal, greater_than,
+// greater_equal, equal (numpy broadcasting), on FLOAT, INT32 and INT64; Out is BOOL.
+void translator::comparison(const node_view& n, std::string type) {
+  n.require_inputs(2, 2);
+  require_one_output(n, "");
+  const std::string a = value_input(n, 0, "A", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
+  const std::string b = value_input(n, 1, "B", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
+  const std::string c = value_output(n, 0, {TensorProto::BOOL});
+  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", std::int32_t(-1)}});
+}
+
+// And, Or, Xor -> logical_and, logical_or, logical_xor (numpy broadcasting), on BOOL.
+void translator::logical(const node_view& n, std::string type) {
+  n.require_inputs(2, 2);
+  require_one_output(n, "");
+  const std::string a = value_input(n, 0, "A", {TensorProto::BOOL});
+  const std::string b = value_input(n, 1, "B", {TensorProto::BOOL});
+  const std::string c = value_output(n, 0, {TensorProto::BOOL});
+  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", std::int32_t(-1)}});
+}
+
+// Not -> logical_not.
+void translator::logical_not(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = value_input(n, 0, "X", {TensorProto::BOOL});
+  const std::string y = value_output(n, 0, {TensorProto::BOOL});
+  append(n, "logical_not", {{"X", {x}}}, {{"Out", {y}}}, {});
+}
+
+// Cast -> cast, attribute to (an ONNX element type) as out_dtype (fluidk's name of it), between
+// FLOAT, DOUBLE, INT32, INT64 and BOOL. A float out of the integer type's range is an error when
+// the program runs (ONNX leaves it undefined).
+void translator::cast(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  if (!n.has("to")) n.refuse_attribute("to", "is missing; ONNX requires it");
+  const std::int64_t to = n.int_or("to", 0);
+  if (std::find(any_tensor.begin(), any_tensor.end(), int(to)) == any_tensor.end())
+    n.refuse_attribute("to", "is " + onnx_type_name(int(to)) +
+                                 "; the importer maps Cast to FLOAT, DOUBLE, INT32, "
+                                 "INT64 and BOOL");
+  const std::string x = value_input(n, 0, "input", any_tensor);
+  const std::string y = value_output(n, 0, any_tensor);
+  append(n, "cast", {{"X", {x}}}, {{"Out", {y}}},
+         {{"out_dtype", std::string(name_of(*data_type_of_onnx(int(to))))}});
+}
+
+// Ceil -> ceil.
+void translator::ceil(const node_view& n) {
+  n.require_inputs(1, 1);
+  require_one_output(n, "");
+  const std::string x = value_input(n, 0, "X", {TensorProto::FLOAT, TensorProto::DOUBLE});
+  const std::string y = value_output(n, 0, {TensorProto::FLOAT, TensorProto::DOUBLE});
+  append(n, "ceil", {{"X", {x}}}, {{"Out", {y}}}, {});
+}
+
+// Unsqueeze -> unsqueeze2: axes from the attribute (before version 13) or a constant input.
+void translator::unsqueeze(const node_view& n) {
+  std::vector<std::int64_t> axes;
+  if (n.version < 13) {
+    n.require_inputs(1, 1);
+    const auto given = n.ints("axes");
+    if (!given) n.refuse_attribute("axes", "is missing; ONNX requires it");
+    axes = *given;
+  } else {
+    n.require_inputs(2, 2);
+    const TensorProto* value = constant_input(n, 1);
+    if (value == nullptr)
+      n.refuse("axes " + quoted(n.input(1)) +
+               " is computed or given at run time; the importer maps constant axes (initializers, Constant "
+               "nodes)");
+    const Tensor t = tensor_from_proto(*value, "axes " + quoted(n.input(1)));
+    if (t.dtype() != data_type::int64 || t.dims().rank() > 1)
+      n.refuse("axes " + quoted(n.input(1)) + " must be a 1-D INT64 tensor");
+    axes.assign(t.data<std::int64_t>(), t.data<std::int64_t>() + t.numel());
+  }
+  require_one_output(n, "");
+  const std::string x = value_input(n, 0, "data", any_tensor);
+  const std::size_t rank = shape(n, x).size() + axes.size();
+  for (const std::int64_t axis : axes) resolve_axis(n, "axes", axis, rank, true);
+  const std::string y = value_output(n, 0, any_tensor);
+  append(n, "unsqueeze2", {{"X", {x}}}, {{"Out", {y}}}, {{"axes", to_int32s(n, "an axis", axes)}});
+}
+
+// Slice -> slice: starts and ends from the attributes (before version 10), or from inputs:
+// constant ones become slice's attributes, computed ones its StartsTensor and EndsTensor. axes
+// must be constant (absent: the first dims), steps constant 1s.
+void translator::slice(const node_view& n) {
+  const std::string x = value_input(n, 0, "data", any_tensor);
+  const std::size_t rank = shape(n, x).size();
+  slot_map inputs{{"Input", {x}}};
+  attribute_map attrs;
+  std::optional<std::vector<std::int64_t>> axes;
+  std::size_t count = 0;  // how many axes are sliced
+  auto constant_ints = [&](int index, std::string_view role) -> std::optional<std::vector<std::int64_t>> {
+    if (n.input(index).empty()) return std::nullopt;
+    const TensorProto* value = constant_input(n, index);
+    if (value == nullptr) return std::nullopt;
+    const Tensor t = tensor_from_proto(*value, std::string(role) + " " + quoted(n.input(index)));
+    if ((t.dtype() != data_type::int64 && t.dtype() != data_type::int32) || t.dims().rank() != 1)
+      n.refuse(std::string(role) + " " + quoted(n.input(index)) + " must be a 1-D INT64 or INT32 tensor");
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      out.push_back(t.dtype() == data_type::int64 ? t.data<std::int64_t>()[i] : t.data<std::int32_t>()[i]);
+    return out;
+  };
+  if (n.version < 10) {
+    n.require_inputs(1, 1);
+    const auto starts = n.ints("starts"), ends = n.ints("ends");
+    if (!starts || !ends) n.refuse_attribute(starts ? "ends" : "starts", "is missing; ONNX requires it");
+    count = starts->size();
+    axes = n.ints("axes");
+    attrs.set("starts", *starts);
+    attrs.set("ends", *ends);
+  } else {
+    n.require_inputs(3, 5);
+    const char* roles[2] = {"starts", "ends"};
+    const char* slots[2] = {"StartsTensor", "EndsTensor"};
+    for (int i = 0; i < 2; ++i) {
+      if (const auto values = constant_ints(1 + i, roles[i])) {
+        attrs.set(roles[i], *values);
+        count = values->size();
+        continue;
+      }
+      const std::string bound = value_input(n, 1 + i, roles[i], {TensorProto::INT64, TensorProto::INT32});
+      const auto& d = shape(n, bound);
+      if (d.size() != 1 || d[0] < 0)
+        n.refuse(std::string(roles[i]) + " " + quoted(bound) + " is " + dims_text(d) +
+                 "; a computed bound is a 1-D tensor of a known length");
+      count = std::size_t(d[0]);
+      inputs.emplace(slots[i], std::vector<std::string>{bound});
+    }
+    if (!n.input(3).empty()) {
+      axes = constant_ints(3, "axes");
+      if (!axes)
+        n.refuse("axes " + quoted(n.input(3)) +
+                 " is computed or given at run time; the importer maps constant axes");
+    }
+    if (!n.input(4).empty()) {
+      const auto steps = constant_ints(4, "steps");
+      if (!steps)
+        n.refuse("steps " + quoted(n.input(4)) +
+                 " is computed or given at run time; the importer maps steps of 1");
+      for (const std::int64_t step : *steps)
+        if (step != 1)
+          n.refuse("steps " + quoted(n.input(4)) + " has " + std::to_string(step) +
+                   "; slice takes steps of 1");
+    }
+  }
+  std::vector<std::int64_t> resolved;
+  if (axes) {
+    if (axes->size() != count)
+      n.refuse("axes has " + std::to_string(axes->size()) + " values for " + std::to_string(count) +
+               " starts");
+    for (const std::int64_t axis : *axes)
+      resolved.push_back(resolve_axis(n, "axes", axis, rank, n.version >= 10));
+  } else {
+    if (count > rank) n.refuse(std::to_string(count) + " starts for data of rank " + std::to_string(rank));
+    for (std::size_t i = 0; i < count; ++i) resolved.push_back(std::int64_t(i));
+  }
+  attrs.set("axes", to_int32s(n, "an axis", resolved));
+  require_one_output(n, "");
+  const std::string y = value_output(n, 0, any_tensor);
+  append(n, "slice", std::move(inputs), {{"Out", {y}}}, std::move(attrs));
+}
+
+// If -> two conditional_blocks, each running its branch as a sub-block of the current block:
+// the then branch when cond holds, the else branch when logical_not(cond) does. Each branch
+// ends by assigning its outputs to the If's outputs, which are declared here, in the enclosing
+// block, before the branches' operators: so a branch writes the enclosing block's variables.
+// A branch reads the values of enclosing graphs directly (ONNX's scoping).
+void translator::if_node(const node_view& n) {
+  n.require_inputs(1, 1);
+  const std::string cond = value_input(n, 0, "cond", {TensorProto::BOOL});
+  require_one_element(n, cond, "cond");
+  if (n.output_count() < 1) n.refuse("has no output");
+  const onnx::GraphProto* branches[2] = {&graph_attribute(n, "then_branch"),
+                                         &graph_attribute(n, "else_branch")};
+  const char* names[2] = {"then_branch", "else_branch"};
+  const int count = n.proto.output_size();
+  for (int b = 0; b < 2; ++b) {
+    if (branches[b]->input_size() != 0)
+      n.refuse_attribute(names[b],
+                         "has " + std::to_string(branches[b]->input_size()) + " inputs; a branch takes none");
+    if (branches[b]->output_size() != count)
+      n.refuse_attribute(names[b], "has " + std::to_string(branches[b]->output_size()) +
+                                       " outputs for the If's " + std::to_string(count));
+  }
+  std::vector<std::string> outputs;
+  for (int k = 0; k < count; ++k) outputs.push_back(value_output(n, k, any_tensor));
+  const std::string otherwise = intermediate_of(outputs.front(), "else", data_type::boolean,
+                                                type(cond, &n).dims.value_or(std::vector<std::int64_t>{}));
+  append(n, "logical_not", {{"X", {cond}}}, {{"Out", {otherwise}}}, {});
+  for (int b = 0; b < 2; ++b) {
+    const onnx::GraphProto& branch = *branches[b];
+    const std::size_t sub = sub_block(
+        &branch, "the " + std::string(names[b]) + " of " + n.label, [] {},
+        [&] {
+          for (int k = 0; k < count; ++k) {
+            const std::string out = branch.output(k).name();
+            require_type(n, out, std::string(names[b]) + " output", any_tensor);
+            make_available(out, &n, std::string(names[b]) + " output");
+            append(n, "assign", {{"X", {out}}}, {{"Out", {outputs[std::size_t(k)]}}}, {});
+          }
+        });
+    slot_map inputs{{"Cond", {b == 0 ? cond : otherwise}}};
+    if (auto read = outer_names(sub, true); !read.empty()) inputs.emplace("Input", std::move(read));
+    append(n, "conditional_block", std::move(inputs), {{"Out", outer_names(sub, false)}},
+           {{"sub_block", block_ref{sub}}, {"is_scalar_condition", true}});
+  }
+}
+
+// Loop -> while. In the enclosing block: the iteration number (INT64, 0), the condition (cond,
+// and iteration < M when the trip count M is given; true when neither is), the loop-carried
+// values (assigned from their initial values; the Loop's outputs themselves where it names
+// them) and an array per scan output. The body, a sub-block: its graph inputs assigned from
+// those variables; its nodes; then the carried values assigned from the body's outputs, each
+// scan output written into its array at the iteration number, the iteration number
+// incremented, and the condition recomputed (the body's cond output, and iteration < M). After
+// the loop, each scan output is its array stacked along a new first axis
+// (tensor_array_to_tensor), or empty when the loop ran no step. The body's cond output counts
+// whether or not the Loop has a cond input, as ONNX Runtime runs it: a Loop with neither M nor
+// cond runs until it is false (the executor's set_max_steps bounds a loop that never ends).
+void translator::loop(const node_view& n) {
+  const int given = n.proto.input_size();
+  if (given < 2)
+    n.refuse("has " + std::to_string(given) + " inputs; Loop takes M, cond and the loop-carried values");
+  const onnx::GraphProto& body = graph_attribute(n, "body");
+  const int carried = given - 2;
+  if (body.input_size() != carried + 2)
+    n.refuse_attribute("body", "takes " + std::to_string(body.input_size()) + " inputs; with " +
+                                   std::to_string(carried) + " loop-carried values it takes " +
+                                   std::to_string(carried + 2) + " (iteration number, condition, values)");
+  if (body.output_size() < carried + 1)
+    n.refuse_attribute("body", "has " + std::to_string(body.output_size()) + " outputs; with " +
+                                   std::to_string(carried) + " loop-carried values it has at least " +
+                                   std::to_string(carried + 1) + " (condition, values, scan outputs)");
+  const int scans = body.output_size() - 1 - carried;
+  if (n.proto.output_size() > carried + scans)
+    n.refuse("has " + std::to_string(n.proto.output_size()) + " outputs; its body gives " +
+             std::to_string(carried + scans));
+  const std::string trips = n.input(0), cond = n.input(1);
+  if (!trips.empty()) {
+    value_input(n, 0, "M", {TensorProto::INT64});
+    require_one_element(n, trips, "M");
+  }
+  if (!cond.empty()) {
+    value_input(n, 1, "cond", {TensorProto::BOOL});
+    require_one_element(n, cond, "cond");
+  }
+  std::vector<std::string> initial;
+  for (int k = 0; k < carried; ++k) initial.push_back(value_input(n, 2 + k, "v_initial", any_tensor));
+  std::string base = "loop";
+  for (int k = 0; k < n.proto.output_size(); ++k)
+    if (!n.output(k).empty()) {
+      base = n.output(k);
+      break;
+    }
+
+  const std::string iteration = intermediate_of(base, "iteration", data_type::int64, {});
+  append(n, "fill_constant", {}, {{"Out", {iteration}}},
+         {{"shape", std::vector<std::int64_t>{}}, {"dtype", std::string("int64")}, {"value", 0.0f}});
+  const std::string condition = intermediate_of(base, "condition", data_type::boolean, {});
+  if (!trips.empty() && !cond.empty()) {
+    const std::string in_range = intermediate_of(base, "in_range", data_type::boolean, {});
+    append(n, "less_than", {{"X", {iteration}}, {"Y", {trips}}}, {{"Out", {in_range}}}, {});
+    append(n, "logical_and", {{"X", {cond}}, {"Y", {in_range}}}, {{"Out", {condition}}}, {});
+  } else if (!trips.empty()) {
+    append(n, "less_than", {{"X", {iteration}}, {"Y", {trips}}}, {{"Out", {condition}}}, {});
+  } else if (!cond.empty()) {
+    append(n, "assign", {{"X", {cond}}}, {{"Out", {condition}}}, {});
+  } else {  // neither: the body's cond output alone ends the loop
+    append(n, "fill_constant", {}, {{"Out", {condition}}},
+           {{"shape", std::vector<std::int64_t>{}}, {"dtype", std::string("bool")}, {"value", true}});
+  }
+  std::vector<std::string> state;
+  for (int k = 0; k < carried; ++k) {
+    const data_type dtype = block().find_var_recursive(initial[std::size_t(k)])->dtype;
+    std::string name;
+    if (k < n.proto.output_size() && !n.output(k).empty()) {
+      name = value_output(n, k, any_tensor);
+      if (block().get_var(name).dtype != dtype)
+        n.refuse("output " + quoted(name) + " is " + std::string(name_of(block().get_var(name).dtype)) +
+                 ", its initial value " + quoted(initial[std::size_t(k)]) + " " +
+                 std::string(name_of(dtype)));
+    } else {
+      name = intermediate_of(base, "carried", dtype, {});
+    }
+    append(n, "assign", {{"X", {initial[std::size_t(k)]}}}, {{"Out", {name}}}, {});
+    state.push_back(name);
+  }
+  std::vector<std::string> arrays;
+  for (int j = 0; j < scans; ++j) {
+    const std::string& out = body.output(1 + carried + j).name();
+    require_type(n, out, "the body's scan output", any_tensor);
+    const std::string array = intermediate_of(base, "scan", *data_type_of_onnx(type(out, &n).elem_type), {});
+    block().var(array).kind = var_kind::lod_tensor_array;
+    arrays.push_back(array);
+  }
+
+  const std::string where = "the body of " + n.label;
+  const std::size_t sub = sub_block(
+      &body, where,
+      [&] {
+        // The body's inputs, its own variables, from the loop's state.
+        const std::string sources[2] = {iteration, condition};
+        for (int i = 0; i < body.input_size(); ++i) {
+          const std::string& name = body.input(i).name();
+          const value_type& t = type(name, &n);
+          const std::string& source = i < 2 ? sources[i] : state[std::size_t(i - 2)];
+          const data_type dtype = block().find_var_recursive(source)->dtype;
+          if (t.elem_type != 0 && data_type_of_onnx(t.elem_type) != dtype)
+            n.refuse_attribute("body", "input " + quoted(name) + " is " + onnx_type_name(t.elem_type) +
+                                           ", but the loop gives it " + std::string(name_of(dtype)));
+          declare(name, dtype, t.dims.value_or(std::vector<std::int64_t>{}), false);
+          defined_.insert(name);
+          append(n, "assign", {{"X", {source}}}, {{"Out", {name}}}, {});
+        }
+      },
+      [&] {
+        for (int i = 0; i < body.output_size(); ++i) {
+          const std::string& name = body.output(i).name();
+          require_type(n, name, "the body's output",
+                       i == 0 ? std::initializer_list<int>{TensorProto::BOOL} : any_tensor);
+          make_available(name, &n, "the body's output");
+        }
+        for (int k = 0; k < carried; ++k)
+          append(n, "assign", {{"X", {body.output(1 + k).name()}}}, {{"Out", {state[std::size_t(k)]}}}, {});
+        for (int j = 0; j < scans; ++j)
+          append(n, "write_to_array", {{"X", {body.output(1 + carried + j).name()}}, {"I", {iteration}}},
+                 {{"Out", {arrays[std::size_t(j)]}}}, {});
+        append(n, "increment", {{"X", {iteration}}}, {{"Out", {iteration}}}, {{"step", 1.0f}});
+        const std::string& cond_out = body.output(0).name();
+        if (!trips.empty()) {
+          const std::string in_range = intermediate_of(base, "in_range", data_type::boolean, {});
+          append(n, "less_than", {{"X", {iteration}}, {"Y", {trips}}}, {{"Out", {in_range}}}, {});
+          append(n, "logical_and", {{"X", {cond_out}}, {"Y", {in_range}}}, {{"Out", {condition}}}, {});
+        } else {
+          append(n, "assign", {{"X", {cond_out}}}, {{"Out", {condition}}}, {});
+        }
+      });
+  slot_map inputs{{"Condition", {condition}}};
+  if (auto read = outer_names(sub, true); !read.empty()) inputs.emplace("X", std::move(read));
+  append(n, "while", std::move(inputs), {{"Out", outer_names(sub, false)}}, {{"sub_block", block_ref{sub}}});
+  // The scan outputs. A loop that ran no step leaves its arrays empty, and ONNX's scan outputs
+  // are then empty, [0, element dims...]: where shape inference knows the element's dims, that
+  // empty tensor is made first (fill_constant) and the stacked array replaces it when the loop
+  // ran a step (a conditional_block on 0 < iteration); else the array is stacked as it is.
+  std::string ran;  // 0 < iteration, made for the first scan output that needs it
+  for (int j = 0; j < scans; ++j) {
+    if (carried + j >= n.proto.output_size() || n.output(carried + j).empty()) continue;
+    const std::string out = value_output(n, carried + j, any_tensor);
+    const attribute_map stack{{"axis", std::int32_t(0)}, {"use_stack", true}};
+    const value_type& element = type(body.output(1 + carried + j).name(), &n);
+    if (!element.dims || !known(*element.dims) || element.dims->size() + 1 > max_rank) {
+      append(n, "tensor_array_to_tensor", {{"X", {arrays[std::size_t(j)]}}}, {{"Out", {out}}}, stack);
+      continue;
+    }
+    if (ran.empty()) {
+      const std::string zero = intermediate_of(base, "zero", data_type::int64, {});
+      append(n, "fill_constant", {}, {{"Out", {zero}}},
+             {{"shape", std::vector<std::int64_t>{}}, {"dtype", std::string("int64")}, {"value", 0.0f}});
+      ran = intermediate_of(base, "ran", data_type::boolean, {});
+      append(n, "less_than", {{"X", {zero}}, {"Y", {iteration}}}, {{"Out", {ran}}}, {});
+    }
+    std::vector<std::int64_t> empty{0};
+    empty.insert(empty.end(), element.dims->begin(), element.dims->end());
+    append(n, "fill_constant", {}, {{"Out", {out}}},
+           {{"shape", empty}, {"dtype", std::string(name_of(block().get_var(out).dtype))}, {"value", 0.0f}});
+    const std::size_t stacked = sub_block(
+        nullptr, where, [] {},
+        [&] {
+          append(n, "tensor_array_to_tensor", {{"X", {arrays[std::size_t(j)]}}}, {{"Out", {out}}}, stack);
+        });
+    append(n, "conditional_block", {{"Cond", {ran}}, {"Input", {arrays[std::size_t(j)]}}}, {{"Out", {out}}},
+           {{"sub_block", block_ref{stacked}}, {"is_scalar_condition", true}});
+  }
+}
+
 const std::vector<op_spec>& op_specs() {
   using A = AttributeProto;
   static const std::vector<op_spec> specs{
@@ -1313,6 +1951,25 @@ const std::vector<op_spec>& op_specs() {
        {{"is_test", A::INT, 1, 6}, {"ratio", A::FLOAT, 1, 11}, {"seed", A::INT, 12}},
        &translator::dropout},
       {"Identity", {}, &translator::identity},
+      {"Sub", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::sub},
+      {"Div", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::div},
+      {"Cast", {{"to", A::INT, 6}}, &translator::cast},
+      {"Ceil", {}, &translator::ceil},
+      {"Unsqueeze", {{"axes", A::INTS, 1, 12}}, &translator::unsqueeze},
+      {"Slice",
+       {{"axes", A::INTS, 1, 9}, {"starts", A::INTS, 1, 9}, {"ends", A::INTS, 1, 9}},
+       &translator::slice},
+      {"Less", {}, &translator::less},
+      {"LessOrEqual", {}, &translator::less_or_equal},
+      {"Greater", {}, &translator::greater},
+      {"GreaterOrEqual", {}, &translator::greater_or_equal},
+      {"Equal", {}, &translator::equal},
+      {"And", {}, &translator::logical_and},
+      {"Or", {}, &translator::logical_or},
+      {"Xor", {}, &translator::logical_xor},
+      {"Not", {}, &translator::logical_not},
+      {"If", {{"then_branch", A::GRAPH}, {"else_branch", A::GRAPH}}, &translator::if_node},
+      {"Loop", {{"body", A::GRAPH}}, &translator::loop},
       {"Constant",
        {{"value", A::TENSOR},
         {"value_float", A::FLOAT, 12},

@@ -51,17 +51,22 @@ struct options {
 
 // A model made into fluidk's terms.
 struct imported_model {
-  ProgramDesc program;  // block 0: a VarDesc (data type, dims) per variable, the operators in order
+  // Block 0: a VarDesc (data type, dims) per variable, the operators in order; If and Loop nodes
+  // add sub-blocks (their branches and bodies), children of the block the node is in.
+  ProgramDesc program;
   // The persistable variables (initializers and folded Constant nodes that operators read or
   // the graph outputs), on the CPU, in row-major order.
   std::vector<std::pair<std::string, Tensor>> weights;
   std::vector<graph_value> inputs;   // the inputs the model takes data for, in graph order
   std::vector<graph_value> outputs;  // the graph outputs, in order (variables of block 0)
-  // Per operator of block 0: the node it was made from, "node 2 'conv1' (Conv)".
+  // Per operator of block 0: the node it was made from, "node 2 'conv1' (Conv)" (the operators of
+  // sub-blocks are not listed).
   std::vector<std::string> origins;
 };
 
-// The ONNX op types the importer maps (the keys options::op_device accepts).
+// The ONNX op types the importer maps (the keys options::op_device accepts; for If and Loop it is
+// set on the conditional_block or while operator, their branches' and body's nodes taking their
+// own op types' settings).
 const std::vector<std::string>& supported_op_types();
 
 // Reads a serialised ModelProto; `source` (the file name) is named when it is no model.

@@ -15,7 +15,14 @@ which has the onnx and numpy modules (scripts/deps).
   onnx_test.py node --run-onnx BIN --node-tests DIR FAMILY
       runs every node test of DIR whose op types the importer maps, on FAMILY (cpu, onednn,
       opencl), against its expected outputs; a refusal passes only when the model has a
-      feature the importer documents as refused, and the message names it.
+      feature the importer documents as refused, and the message names it. The node tests of
+      control flow (If, Loop) named in NODE_TESTS_EXPECTED must be among them, and pass or be
+      refused as listed there.
+  onnx_test.py control_flow --run-onnx BIN FAMILY
+      If and Loop models built here (nested: an If and a Loop in a Loop's body, an If in a
+      branch; names repeated in sibling subgraphs; bodies and branches reading outer values;
+      trip counts, conditions and both) against numpy, on FAMILY (cpu, onednn, opencl), and
+      the Loop and If models the importer must refuse.
   onnx_test.py refusals --run-onnx BIN --models DIR
       models and inputs that must be refused: exit 2, a message naming the node, op type,
       attribute, input or file, and nothing run.
@@ -58,10 +65,26 @@ FAMILIES = {
 MODELS = ["resnet18", "mobilenetv2", "squeezenet11", "cifar"]
 FAMILY_MODELS = {"mixed": ["mobilenetv2"]}
 
-# The ONNX op types the importer maps (the contract of issue 50).
+# The ONNX op types the importer maps (the contract of issue 50), and those of control flow and of
+# the node tests' loop bodies (issue 52).
 SUPPORTED = {
     "Conv", "BatchNormalization", "Relu", "Clip", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "Concat", "Dropout", "Identity",
+} | {
+    "If", "Loop", "Sub", "Div", "Cast", "Ceil", "Unsqueeze", "Slice", "Less", "LessOrEqual", "Greater",
+    "GreaterOrEqual", "Equal", "And", "Or", "Xor", "Not",
+}
+# Node tests that must be among those run, with what must come of them: "pass", or "refuse"
+# (each with a feature that documented_refusals finds: a sequence or an optional).
+NODE_TESTS_EXPECTED = {
+    "test_if": "pass",
+    "test_loop11": "pass",
+    "test_range_float_type_positive_delta_expanded": "pass",
+    "test_range_int32_type_negative_delta_expanded": "pass",
+    "test_if_seq": "refuse",
+    "test_loop13_seq": "refuse",
+    "test_if_opt": "refuse",
+    "test_loop16_seq_none": "refuse",
 }
 # The fluidk operators that have no oneDNN kernel: the library fallback runs their CPU plain
 # kernel (pure shape and copy operators).
@@ -314,7 +337,31 @@ def documented_refusals(model):
                             r"training_mode " + re.escape(f"'{node.input[2]}'")))
         if node.op_type == "Reshape" and attributes.get("allowzero"):
             reasons.append(("Reshape with allowzero 1", r"allowzero|empty"))
+        # Slice's axes and steps, and Unsqueeze's axes (version 13), are read when the program is
+        # made: given at run time, they are refused; so are steps other than 1.
+        if node.op_type == "Slice" and len(node.input) > 3 and node.input[3] and node.input[3] not in constants:
+            reasons.append((f"Slice's axes '{node.input[3]}' is not a constant", re.escape(f"axes '{node.input[3]}'")))
+        if node.op_type == "Slice" and len(node.input) > 4 and node.input[4]:
+            steps = constant_values(model, node.input[4])
+            if steps is None or (steps != 1).any():
+                reasons.append((f"Slice's steps '{node.input[4]}' are not constant 1s",
+                                re.escape(f"steps '{node.input[4]}'")))
+        if node.op_type == "Unsqueeze" and len(node.input) > 1 and node.input[1] not in constants:
+            reasons.append((f"Unsqueeze's axes '{node.input[1]}' is not a constant", re.escape(f"axes '{node.input[1]}'")))
     return reasons
+
+
+def constant_values(model, name):
+    """The values of an initializer or Constant node's output, or None."""
+    for t in model.graph.initializer:
+        if t.name == name:
+            return numpy_helper.to_array(t)
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.output and n.output[0] == name:
+            for a in n.attribute:
+                if a.name == "value":
+                    return numpy_helper.to_array(a.t)
+    return None
 
 
 def node_tests(args):
@@ -329,6 +376,7 @@ def node_tests(args):
         if op_types and op_types <= SUPPORTED:
             candidates.append((name, model))
     passed, refused = 0, []
+    outcomes = {}  # name: "pass", "refuse" or "fail"
     with tempfile.TemporaryDirectory(prefix=f"onnx-node-{family}-") as scratch:
         for name, model in candidates:
             directory = os.path.join(args.node_tests, name)
@@ -349,6 +397,7 @@ def node_tests(args):
                 matching = [why for why, words in reasons if re.search(words, message)]
                 if matching:
                     refused.append((name, matching[0], message))
+                    outcomes[name] = "refuse"
                 elif reasons:
                     fail(f"{label}: refused, but the message does not name what the importer documents as refused "
                          f"({'; '.join(why for why, _ in reasons)}): {message}")
@@ -361,8 +410,16 @@ def node_tests(args):
                 continue
             if check_outputs(label, result, out, data, count) and result.returncode == 0:
                 passed += 1
+                outcomes[name] = "pass"
             elif result.returncode == 0:
                 fail(f"{label}: run-onnx said it matched, the check here says not")
+    for name, expected in NODE_TESTS_EXPECTED.items():
+        if not os.path.exists(os.path.join(args.node_tests, name, "model.onnx")):
+            fail(f"{name} ({family}): not in {args.node_tests}")
+        elif name not in [c for c, _ in candidates]:
+            fail(f"{name} ({family}): not run: its op types are not all in SUPPORTED")
+        elif outcomes.get(name, "fail") != expected:
+            fail(f"{name} ({family}): expected to {expected}, got {outcomes.get(name, 'a failure (above)')}")
     # Run: the node tests that ran (not refused); with the refused ones, every node test whose op
     # types the importer maps.
     print(f"node tests {family}: {len(candidates) - len(refused)} run, {passed} passed, {len(refused)} refused"
@@ -479,6 +536,246 @@ def refusals(args):
             if not missing:
                 print(f"{label}: status 2: {message}")
     return report("refusals")
+
+
+# ---------------------------------------------------------------------------------------------
+# control flow
+
+def value(name, elem, dims):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def scalar_constant(name, array):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(array)))
+
+
+def control_flow_model(nodes, inputs, outputs, opset=13):
+    graph = helper.make_graph(nodes, "control_flow", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def nested_loop_model():
+    """A Loop whose body holds a Loop and an If. The inner body reads the outer body's iteration
+    number i and the model's input delta, the If's branches read the outer body's values; names
+    repeat in sibling graphs (both branches make y; the inner body and the then branch both make
+    s), which the importer renames apart. (ONNX's checker refuses a subgraph name that shadows
+    an enclosing graph's.) Its numpy twin is nested_loop_expected."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    inner_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=f),
+         helper.make_node("Add", ["x_in", "fi"], ["s"]),
+         helper.make_node("Add", ["s", "delta"], ["x_out"]),
+         helper.make_node("Cast", ["j"], ["js"], to=f),
+         helper.make_node("Identity", ["c_in"], ["c_next"])],
+        "inner_body", [value("j", i64, []), value("c_in", b, []), value("x_in", f, [3])],
+        [value("c_next", b, []), value("x_out", f, [3]), value("js", f, [])])
+    then_branch = helper.make_graph(
+        [scalar_constant("two", np.float32(2)), helper.make_node("Mul", ["inner_x", "two"], ["s"]),
+         helper.make_node("Identity", ["s"], ["y"])],
+        "then", [], [value("y", f, [3])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Sub", ["inner_x", "x"], ["y"])], "else", [], [value("y", f, [3])])
+    outer_body = helper.make_graph(
+        [scalar_constant("steps", np.int64(2)),
+         helper.make_node("Loop", ["steps", "", "x"], ["inner_x", "inner_js"], body=inner_body, name="inner"),
+         scalar_constant("one", np.int64(1)),
+         helper.make_node("Less", ["i", "one"], ["first"]),
+         helper.make_node("If", ["first"], ["chosen"], then_branch=then_branch, else_branch=else_branch,
+                          name="choose"),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "outer_body", [value("i", i64, []), value("c", b, []), value("x", f, [3])],
+        [value("c_out", b, []), value("chosen", f, [3]), value("inner_js", f, [2])])
+    nodes = [helper.make_node("Loop", ["n", "go", "x0"], ["x_final", "js_all"], body=outer_body, name="outer")]
+    return control_flow_model(
+        nodes, [value("x0", f, [3]), value("n", i64, []), value("go", b, []), value("delta", f, [])],
+        [value("x_final", f, [3]), value("js_all", f, [None, 2])])
+
+
+def nested_loop_expected(x, n, go, delta):
+    state, scans = x.astype(np.float32), []
+    i = 0
+    while go and i < n:
+        inner = state
+        for _ in range(2):
+            inner = (inner + np.float32(i)) + delta
+        y = inner * np.float32(2) if i < 1 else inner - state
+        state = y.astype(np.float32)
+        scans.append(np.array([0, 1], np.float32))
+        i += 1
+    return [state, np.stack(scans) if scans else np.zeros((0, 2), np.float32)]
+
+
+def nested_if_model():
+    """An If whose then branch holds an If; outputs of two data types; a branch output that is
+    an outer value itself (x), others computed from outer values; k made in both branches."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    inner_then = helper.make_graph([helper.make_node("Add", ["x", "x"], ["q"])], "inner_then", [],
+                                   [value("q", f, [2])])
+    inner_else = helper.make_graph([helper.make_node("Identity", ["x"], ["q"])], "inner_else", [],
+                                   [value("q", f, [2])])
+    then_branch = helper.make_graph(
+        [helper.make_node("If", ["b"], ["r"], then_branch=inner_then, else_branch=inner_else),
+         helper.make_node("Cast", ["r"], ["k"], to=i64)],
+        "then", [], [value("r", f, [2]), value("k", i64, [2])])
+    else_branch = helper.make_graph([helper.make_node("Cast", ["x"], ["k"], to=i64)], "else", [],
+                                    [value("x", f, [2]), value("k", i64, [2])])
+    nodes = [helper.make_node("If", ["a"], ["out", "count"], then_branch=then_branch, else_branch=else_branch)]
+    return control_flow_model(nodes, [value("a", b, []), value("b", b, [1]), value("x", f, [2])],
+                              [value("out", f, [2]), value("count", i64, [2])])
+
+
+def nested_if_expected(a, b, x):
+    if a:
+        r = x + x if b[0] else x
+        return [r, r.astype(np.int64)]
+    return [x, x.astype(np.int64)]
+
+
+def simple_loop_model(kind):
+    """kind "counted": Loop(M, cond, v0), v + 1.5 each step, the condition passed on. "while":
+    Loop("", cond, v0), v doubled each step while the result is below the model's input limit (a
+    body that reads an outer value). "neither": the same with no cond either: the body's
+    condition alone ends it (as in ONNX Runtime)."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    counted = kind == "counted"
+    if counted:
+        nodes = [scalar_constant("step", np.float32(1.5)), helper.make_node("Add", ["v", "step"], ["v_out"]),
+                 helper.make_node("Identity", ["c"], ["c_out"])]
+    else:
+        nodes = [scalar_constant("two", np.float32(2)), helper.make_node("Mul", ["v", "two"], ["v_out"]),
+                 helper.make_node("Less", ["v_out", "limit"], ["below"]),
+                 helper.make_node("Identity", ["below"], ["c_out"])]
+    d = [2] if counted else [1]  # the while loop's condition is computed from v: one element
+    c = [] if counted else [1]
+    body = helper.make_graph(nodes, "body", [value("i", i64, []), value("c", b, c), value("v", f, d)],
+                             [value("c_out", b, c), value("v_out", f, d)])
+    if counted:
+        return control_flow_model([helper.make_node("Loop", ["m", "go", "v0"], ["v"], body=body)],
+                                  [value("m", i64, []), value("go", b, []), value("v0", f, d)], [value("v", f, d)])
+    if kind == "while":
+        return control_flow_model([helper.make_node("Loop", ["", "go", "v0"], ["v"], body=body)],
+                                  [value("go", b, [1]), value("v0", f, d), value("limit", f, [])], [value("v", f, d)])
+    return control_flow_model([helper.make_node("Loop", ["", "", "v0"], ["v"], body=body)],
+                              [value("v0", f, d), value("limit", f, [])], [value("v", f, d)])
+
+
+def simple_loop_expected(kind, *inputs):
+    if kind == "counted":
+        m, go, v = inputs
+        for _ in range(int(m) if go else 0):
+            v = v + np.float32(1.5)
+        return [v]
+    go, v, limit = (np.array([True]),) + inputs if kind == "neither" else inputs
+    go = bool(go[0])
+    while go:
+        v = v * np.float32(2)
+        go = bool(v[0] < limit)
+    return [v]
+
+
+def control_flow(args):
+    started = time.monotonic()
+    f, b = TensorProto.FLOAT, TensorProto.BOOL
+    with tempfile.TemporaryDirectory(prefix="onnx-control-flow-") as scratch:
+        def save(name, model):
+            path = os.path.join(scratch, name + ".onnx")
+            with open(path, "wb") as out:
+                out.write(model.SerializeToString())
+            return path
+
+        def tensor_file(name, array):
+            path = os.path.join(scratch, name + ".pb")
+            with open(path, "wb") as out:
+                out.write(numpy_helper.from_array(array).SerializeToString())
+            return path
+
+        x3 = np.array([1.5, -2.0, 0.25], np.float32)
+        cases = []
+        # n 0: no step, the scan output empty ([0, 2]).
+        for n in [0, 1, 3, 4]:
+            inputs = [x3, np.array(n, np.int64), np.array(True), np.array(0.5, np.float32)]
+            cases.append((f"nested Loop, If inside (n {n})", "nested_loop", nested_loop_model(), inputs,
+                          nested_loop_expected(*inputs)))
+        v2 = np.array([0.5, -1.0], np.float32)
+        for m, go in [(3, True), (3, False), (0, True)]:
+            inputs = [np.array(m, np.int64), np.array(go), v2]
+            cases.append((f"Loop with M {m} and cond {go}", "counted_loop", simple_loop_model("counted"), inputs,
+                          simple_loop_expected("counted", *inputs)))
+        for go in [True, False]:
+            inputs = [np.array([go]), np.array([0.75], np.float32), np.array(5.0, np.float32)]
+            cases.append((f"Loop with cond {go} alone (a while loop)", "while_loop", simple_loop_model("while"),
+                          inputs, simple_loop_expected("while", *inputs)))
+        inputs = [np.array([0.75], np.float32), np.array(5.0, np.float32)]
+        cases.append(("Loop with neither M nor cond (its body's condition ends it)", "neither_loop",
+                      simple_loop_model("neither"), inputs, simple_loop_expected("neither", *inputs)))
+        for a, bb in [(True, True), (True, False), (False, True)]:
+            inputs = [np.array(a), np.array([bb]), np.array([0.75, -3.0], np.float32)]
+            cases.append((f"nested If (a {a}, b {bb})", "nested_if", nested_if_model(), inputs,
+                          nested_if_expected(*inputs)))
+        for what, name, model, inputs, expected in cases:
+            path = save(name, model)
+            command = [args.run_onnx, path]
+            for k, array in enumerate(inputs):
+                command += ["--input", tensor_file(f"{name}_input_{k}", array)]
+            for family in args.families:
+                out = os.path.join(scratch, f"{name}_{family}_out")
+                result = run(command + ["--output-dir", out] + FAMILIES[family], timeout=120)
+                label = f"{what} ({family})"
+                if result.returncode != 0:
+                    fail(f"{label}: {status_text(result.returncode)}: {result.stderr.strip()[-1500:]}")
+                    continue
+                bad = False
+                for k, want in enumerate(expected):
+                    diff = compare(load_tensor(os.path.join(out, f"output_{k}.pb")), want)
+                    if diff:
+                        fail(f"{label}: output {k} against numpy: {diff}")
+                        bad = True
+                if not bad:
+                    print(f"{label}: outputs match numpy")
+
+        # Refused before anything runs: exit 2 and the words.
+        i64 = TensorProto.INT64
+        body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]),
+                                  helper.make_node("Tanh", ["v"], ["v_out"], name="squash")],
+                                 "body", [value("i", i64, []), value("c", b, []), value("v", f, [2])],
+                                 [value("c_out", b, []), value("v_out", f, [2])])
+        tanh_loop = control_flow_model([helper.make_node("Loop", ["m", "", "v0"], ["v"], body=body, name="steps")],
+                                       [value("m", i64, []), value("v0", f, [2])], [value("v", f, [2])])
+        seq_branch = helper.make_graph([scalar_constant("t", np.float32(1)),
+                                        helper.make_node("SequenceConstruct", ["t"], ["s"])], "branch", [],
+                                       [helper.make_tensor_sequence_value_info("s", f, [])])
+        seq_if = control_flow_model([helper.make_node("If", ["a"], ["s"], then_branch=seq_branch,
+                                                      else_branch=seq_branch)],
+                                    [value("a", b, [])], [helper.make_tensor_sequence_value_info("s", f, [])])
+        m_file = tensor_file("m", np.array(2, np.int64))
+        v_file = tensor_file("v0", np.array([1, 2], np.float32))
+        a_file = tensor_file("a", np.array(True))
+        refusals_cases = [
+            ("an unsupported op type in a Loop's body", save("tanh_loop", tanh_loop), [m_file, v_file],
+             [r"'squash'", r"Tanh", r"not supported", r"body of node 0 'steps' \(Loop\)"]),
+            ("an If whose output is a sequence", save("seq_if", seq_if), [a_file], [r"'s'", r"not a tensor"]),
+        ]
+        for what, path, files, words in refusals_cases:
+            command = [args.run_onnx, path]
+            for name in files:
+                command += ["--input", name]
+            result = run(command, timeout=120)
+            label = f"refusal of {what}"
+            message = result.stderr.strip()
+            missing = [w for w in words if not re.search(w, message)]
+            if result.returncode != 2:
+                fail(f"{label}: {status_text(result.returncode)}, expected status 2: {message[-1500:]}")
+            elif missing:
+                fail(f"{label}: the message lacks {missing}: {message}")
+            elif re.search(r"^output \d+ ", result.stdout, re.M):
+                fail(f"{label}: refused, yet it ran")
+            else:
+                print(f"{label}: status 2: {message}")
+    print(f"control flow tests in {time.monotonic() - started:.1f} s")
+    return report("control flow")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -746,6 +1043,9 @@ def main():
     p = sub.add_parser("refusals")
     p.add_argument("--run-onnx", required=True)
     p.add_argument("--models", required=True)
+    p = sub.add_parser("control_flow")
+    p.add_argument("--run-onnx", required=True)
+    p.add_argument("families", nargs="+", choices=["cpu", "onednn", "opencl"])
     p = sub.add_parser("fusion")
     p.add_argument("--run-onnx", required=True)
     p.add_argument("--models", required=True)
@@ -755,7 +1055,7 @@ def main():
         print(f"onnx_test.py: {args.run_onnx} is not built (ninja -C build examples/onnx/run_onnx)", file=sys.stderr)
         return 1
     return {"prepare": prepare, "models": models, "node": node_tests, "refusals": refusals,
-            "fusion": fusion}[args.command](args)
+            "fusion": fusion, "control_flow": control_flow}[args.command](args)
 
 
 if __name__ == "__main__":
