@@ -200,6 +200,27 @@ struct cf_fail {
   static constexpr auto kernels = make_kernels(kernels_on<cpu>(fail_cpu<float>{}));
 };
 
+// Out[I] = X: Out, an array, grows to I + 1 elements (float I, CPU).
+template <class T>
+struct write_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    auto& array = ctx.output_arg("Out").variable()->get_mutable<LoDTensorArray>();
+    const auto at = std::size_t(ctx.input(1).data<float>()[0]);
+    if (array.size() <= at) array.resize(at + 1);
+    array[at] = LoDTensor(ctx.input(0));
+  }
+};
+struct cf_write {
+  static constexpr std::string_view name = "cf_write";
+  static constexpr std::array<std::string_view, 2> inputs{"X", "I"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(write_cpu<float>{}));
+  static void infer_var_type(const OpDesc& op, BlockDesc& block) {
+    block.var_recursive(op.output("Out")[0]).kind = var_kind::lod_tensor_array;
+  }
+};
+
 const bool registered = [] {
   register_operator<cf_halve>();
   register_operator<cf_increment>();
@@ -209,6 +230,7 @@ const bool registered = [] {
   register_operator<cf_bump>();
   register_operator<cf_fill>();
   register_operator<cf_fail>();
+  register_operator<cf_write>();
   return true;
 }();
 
@@ -310,6 +332,33 @@ TEST_CASE("while: a step's own variables start empty, as in a new scope", "[cont
   auto prepared = executor.prepare(program.global_block(), scope);
   executor.run(prepared);
   CHECK(first(scope.get("acc")) == 3);
+}
+
+TEST_CASE("while: an array a loop fills starts each run empty", "[control_flow]") {
+  // values[i] = i for i from i0 + 1 to 5: a second run that starts at i0 = 3 must leave
+  // values[1 .. 3] empty, not keep the first run's (as a new scope per run would not).
+  ProgramDesc program;
+  program.global_block().var("values").kind = var_kind::lod_tensor_array;
+  BlockDesc& body = counting_loop(program, 5, {"i", "c", "values"});
+  body.append_op(op("cf_write", {{"X", {"i"}}, {"I", {"i"}}}, {{"Out", {"values"}}}));
+  CHECK(program.global_block().get_var("values").kind == var_kind::lod_tensor_array);
+  Scope scope;
+  scope.var("i");
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope);
+  for (const float start : {0.0f, 3.0f}) {
+    scope.get("i").set(scalar(start));
+    executor.run(prepared);
+    const LoDTensorArray& values = scope.get("values").get<LoDTensorArray>();
+    REQUIRE(values.size() == 6);
+    for (std::size_t k = 1; k < values.size(); ++k) {
+      INFO("start " << start << ", element " << k);
+      if (float(k) <= start)
+        CHECK(!values[k].initialized());
+      else
+        CHECK(values[k].data<float>()[0] == float(k));
+    }
+  }
 }
 
 TEST_CASE("while: nested loops, and a conditional inside a loop", "[control_flow]") {

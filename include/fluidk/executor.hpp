@@ -357,6 +357,10 @@ class Executor {
     std::uint64_t names_version_ = 0;
     // A block's variables that are the scope's own (make_locals), made before any name is found.
     std::vector<std::string> local_names_;
+    // The block's own arrays that it writes before it reads them: emptied as each run starts,
+    // as in the new scope Fluid runs a program in (write_to_array grows an array: a run of fewer
+    // steps than the last would otherwise keep the last run's elements past its own).
+    std::vector<std::string> fresh_arrays_;
     std::vector<std::uint32_t> offsets_;
     // Each operator's kernel arguments (its inputs, then its outputs) and its kernel's
     // context over them, made on each new choice: a run of an unchanged operator builds
@@ -1147,6 +1151,24 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
         },
         [&](const std::string& name, const BlockDesc&) { written.insert(name); });
   }
+  if (block != nullptr) {
+    std::unordered_set<std::string_view> used;
+    for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+      const prepared::op& o = p.ops_[k];
+      for (std::uint32_t i = o.first_input; i < o.first_input + o.input_count; ++i)
+        used.insert(p.input_names_[i]);
+      for (const std::string& name : extra_reads[k]) used.insert(name);
+      auto written = [&](const std::string& name) {
+        if (!used.insert(name).second) return;
+        const VarDesc* declared = block->find_var(name);
+        if (declared != nullptr && !declared->persistable && declared->kind == var_kind::lod_tensor_array)
+          p.fresh_arrays_.push_back(name);
+      };
+      for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i)
+        written(p.output_names_[i]);
+      for (const std::string& name : extra_writes[k]) written(name);
+    }
+  }
   p.eager_ = options.eager_deletion;
   p.counting_ = options.eager_deletion || options.count_memory;
   if (p.counting_) {
@@ -1230,6 +1252,9 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
                 " cannot run on an executor on " + place_.to_string() + "; prepare it on this one");
   if (p.scope_->names_version() != p.names_version_) [[unlikely]]
     rebind(p);
+  for (const std::string& name : p.fresh_arrays_)
+    if (Variable* v = p.scope_->find_local(name); v != nullptr && v->is<LoDTensorArray>())
+      v->set(LoDTensorArray());
   // Timing and counting are off the common path: one test per run, not per operator.
   if (timing_ || p.counting_) [[unlikely]] {
     run_instrumented(p);

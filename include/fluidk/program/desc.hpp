@@ -493,7 +493,8 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
         throw error("operator '" + op.type() + "' input slot '" + slot + "': variable '" + name +
                     "' is used before it is declared");
   // A block attribute names a block of the program whose parent is this block.
-  for (const auto& [name, value] : op.attrs()) {
+  for (const auto& [attr_name, value] : op.attrs()) {
+    const std::string& name = attr_name;  // clang++ 14 captures no structured binding
     auto check_block = [&](const block_ref& b) {
       const std::string where = "operator '" + op.type() + "' attribute '" + name + "'";
       if (program_ == nullptr)
