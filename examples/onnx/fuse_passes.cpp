@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fluidk/control_flow.hpp>
 #include <fluidk/operator_registry.hpp>
 #include <initializer_list>
 #include <map>
@@ -70,6 +71,11 @@ class rewriter {
     for (std::size_t i = 0; i < model.weights.size(); ++i) weight_index_.emplace(model.weights[i].first, i);
     for (const graph_value& v : model.inputs) graph_inputs_.insert(v.name);
     for (const graph_value& v : model.outputs) graph_outputs_.insert(v.name);
+    // A control-flow operator (If, Loop) reads and writes what its sub-blocks use of block 0.
+    sub_reads_.resize(ops_.size());
+    sub_writes_.resize(ops_.size());
+    for (std::size_t i = 0; i < ops_.size(); ++i)
+      for (const std::size_t sub : sub_blocks(ops_[i])) collect_uses(model.program.block(sub), i);
   }
 
   std::size_t conv_bn();
@@ -82,26 +88,39 @@ class rewriter {
   void commit();
 
  private:
-  // The operators that read `name`, in order (an operator reading it twice counts once).
+  // The names of block 0 that the operators of block `b` (a sub-block of op i) and of the
+  // blocks inside it read and write: op i's uses.
+  void collect_uses(const BlockDesc& b, std::size_t i) {
+    const BlockDesc& global = model_.program.block(0);
+    for (const OpDesc& op : b.ops()) {
+      for (const auto* slots : {&op.inputs(), &op.outputs()})
+        for (const auto& [slot, names] : *slots)
+          for (const std::string& name : names) {
+            const VarDesc* outer = global.find_var(name);
+            if (outer != nullptr && b.find_var_recursive(name) == outer)
+              (slots == &op.inputs() ? sub_reads_ : sub_writes_)[i].insert(name);
+          }
+      for (const std::size_t sub : sub_blocks(op)) collect_uses(model_.program.block(sub), i);
+    }
+  }
+  static bool names(const slot_map& slots, const std::string& name) {
+    for (const auto& [slot, names] : slots)
+      if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+    return false;
+  }
+  // The operators that read `name`, in order (an operator reading it twice counts once; one
+  // whose sub-blocks read it counts).
   std::vector<std::size_t> readers(const std::string& name) const {
     std::vector<std::size_t> found;
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-      if (gone_[i]) continue;
-      for (const auto& [slot, names] : ops_[i].inputs())
-        if (std::find(names.begin(), names.end(), name) != names.end()) {
-          found.push_back(i);
-          break;
-        }
-    }
+    for (std::size_t i = 0; i < ops_.size(); ++i)
+      if (!gone_[i] && (names(ops_[i].inputs(), name) || sub_reads_[i].contains(name))) found.push_back(i);
     return found;
   }
-  // The operator that writes `name`, or none (a graph input, a weight).
+  // The operator that writes `name` (itself or in its sub-blocks), or none (a graph input, a
+  // weight).
   std::optional<std::size_t> producer(const std::string& name) const {
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-      if (gone_[i]) continue;
-      for (const auto& [slot, names] : ops_[i].outputs())
-        if (std::find(names.begin(), names.end(), name) != names.end()) return i;
-    }
+    for (std::size_t i = 0; i < ops_.size(); ++i)
+      if (!gone_[i] && (names(ops_[i].outputs(), name) || sub_writes_[i].contains(name))) return i;
     return std::nullopt;
   }
   // The operator after op i that alone reads its output `out` (no graph output), of one of
@@ -220,6 +239,7 @@ class rewriter {
   std::vector<OpDesc> ops_;
   std::vector<std::string> origins_;
   std::vector<bool> gone_;
+  std::vector<std::set<std::string, std::less<>>> sub_reads_, sub_writes_;  // per operator
   std::vector<VarDesc> vars_;
   std::map<std::string, std::size_t, std::less<>> var_index_, weight_index_;
   std::set<std::string, std::less<>> graph_inputs_, graph_outputs_;
@@ -426,8 +446,15 @@ void rewriter::commit() {
       read.insert(names.begin(), names.end());
     }
     for (const auto& [slot, names] : ops_[i].outputs()) used.insert(names.begin(), names.end());
+    used.insert(sub_reads_[i].begin(), sub_reads_[i].end());
+    used.insert(sub_writes_[i].begin(), sub_writes_[i].end());
+    read.insert(sub_reads_[i].begin(), sub_reads_[i].end());
   }
-  BlockDesc block;
+  // Block 0 made again in place, in a copy of the program: its sub-blocks stay its children,
+  // which a control-flow operator's block attribute must name (append_op checks it).
+  ProgramDesc program = model_.program;
+  BlockDesc& block = program.block(0);
+  block = BlockDesc();
   for (const VarDesc& v : vars_)
     if (used.contains(v.name)) block.var(v.name) = v;
   std::vector<std::string> origins;
@@ -436,7 +463,7 @@ void rewriter::commit() {
     block.append_op(ops_[i]);
     origins.push_back(origins_[i]);
   }
-  model_.program.block(0) = std::move(block);
+  model_.program = std::move(program);
   model_.origins = std::move(origins);
   std::erase_if(model_.weights, [&](const auto& w) { return !read.contains(w.first); });
 }

@@ -24,12 +24,14 @@
 #include <exception>
 #include <filesystem>
 #include <fluidk/bfloat16.hpp>
+#include <fluidk/control_flow.hpp>
 #include <fluidk/devices/enabled.hpp>
 #include <fluidk/dot.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/float16.hpp>
 #include <fluidk/transforms/runtime.hpp>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -330,6 +332,30 @@ bool compare(std::size_t k, const std::string& name, const Tensor& actual, const
   return close;
 }
 
+// The origin of each entry of one run's trace: the node of its block-0 operator, or, for the
+// operators of a sub-block (an If's branch, a Loop's body) and their runs, the If or Loop
+// that ran them. A control-flow operator's entry counts its sub-block's runs, whose entries
+// follow it (op_trace::block_runs).
+std::vector<std::string> trace_origins(const onnx_import::imported_model& model,
+                                       const std::vector<op_trace>& trace) {
+  std::vector<std::string> out;
+  std::function<void(const BlockDesc&, const std::string*)> walk = [&](const BlockDesc& block,
+                                                                       const std::string* inside) {
+    for (std::size_t i = 0; i < block.ops().size() && out.size() < trace.size(); ++i) {
+      const std::string& origin = inside != nullptr          ? *inside
+                                  : i < model.origins.size() ? model.origins[i]
+                                                             : block.ops()[i].type();
+      const op_trace& t = trace[out.size()];
+      out.push_back(inside != nullptr ? "in " + origin : origin);
+      for (std::uint64_t run = 0; run < t.block_runs; ++run)
+        for (const std::size_t sub : sub_blocks(block.ops()[i])) walk(model.program.block(sub), &origin);
+    }
+  };
+  walk(model.program.block(0), nullptr);
+  out.resize(trace.size(), "?");
+  return out;
+}
+
 // The process's resident set in KB now (/proc/self/statm; 0 where there is none), and the
 // largest it has been (getrusage).
 long resident_kb() {
@@ -475,11 +501,12 @@ int run(const arguments& args) {
     std::size_t fell_back = 0;
     for (const op_trace& t : trace) fell_back += t.fell_back;
     std::printf("fallbacks %zu\n", fell_back);
+    // Each trace entry's origin: its operator of block 0, or the If or Loop whose sub-block ran it.
+    const std::vector<std::string> origin = trace_origins(model, trace);
     for (std::size_t i = 0; i < trace.size(); ++i)
       if (trace[i].fell_back)
         std::printf("  %zu %s (%s): no kernel for %s; ran %s\n", i + 1, trace[i].op.c_str(),
-                    i < model.origins.size() ? model.origins[i].c_str() : "?",
-                    example::without_place_prefix(trace[i].expected.to_string()).c_str(),
+                    origin[i].c_str(), example::without_place_prefix(trace[i].expected.to_string()).c_str(),
                     example::without_place_prefix(trace[i].chosen.to_string()).c_str());
   }
   if (!args.dot.empty()) {

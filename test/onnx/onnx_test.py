@@ -676,6 +676,39 @@ def simple_loop_expected(kind, *inputs):
     return [v]
 
 
+def gemm_loop_model(loop_reads_gemm):
+    """g = Gemm(x, W, B); r = Relu(g); a Loop of M steps carries v from r and adds, each step, g
+    (loop_reads_gemm: its body reads g, which the gemm_activation pass must then leave) or r
+    (the pass fuses the Relu into the Gemm, and block 0 is made again beside the Loop's body)."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    w = numpy_helper.from_array(np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]], np.float32), "W")
+    bias = numpy_helper.from_array(np.array([0.1, -0.2], np.float32), "B")
+    added = "g" if loop_reads_gemm else "r"
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]),
+                              helper.make_node("Add", ["v", added], ["v_out"])], "body",
+                             [value("i", i64, []), value("c", b, []), value("v", f, [1, 2])],
+                             [value("c_out", b, []), value("v_out", f, [1, 2])])
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "W", "B"], ["g"]),
+                               helper.make_node("Relu", ["g"], ["r"]),
+                               helper.make_node("Loop", ["m", "", "r"], ["v"], body=body)],
+                              "gemm_loop", [value("x", f, [1, 3]), value("m", i64, [])], [value("v", f, [1, 2])],
+                              [w, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def gemm_loop_expected(loop_reads_gemm, x, m):
+    w = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]], np.float32)
+    g = x @ w + np.array([0.1, -0.2], np.float32)
+    r = np.maximum(g, 0)
+    v = r
+    for _ in range(int(m)):
+        v = v + (g if loop_reads_gemm else r)
+    return [v]
+
+
 def control_flow(args):
     started = time.monotonic()
     f, b = TensorProto.FLOAT, TensorProto.BOOL
@@ -715,19 +748,35 @@ def control_flow(args):
             inputs = [np.array(a), np.array([bb]), np.array([0.75, -3.0], np.float32)]
             cases.append((f"nested If (a {a}, b {bb})", "nested_if", nested_if_model(), inputs,
                           nested_if_expected(*inputs)))
-        for what, name, model, inputs, expected in cases:
+        # The fuse passes beside a Loop: the Relu fused into the Gemm when only it reads the
+        # Gemm's output; left alone when the Loop's body reads that output too.
+        x13 = np.array([[1.0, -0.5, 2.0]], np.float32)
+        for reads in [False, True]:
+            inputs = [x13, np.array(3, np.int64)]
+            cases.append((f"Gemm + Relu before a Loop whose body reads {'g' if reads else 'r'}",
+                          f"gemm_loop_{int(reads)}", gemm_loop_model(reads), inputs,
+                          gemm_loop_expected(reads, *inputs), {"gemm_activation": 0 if reads else 1}))
+        for case in cases:
+            what, name, model, inputs, expected = case[:5]
+            fused_expected = case[5] if len(case) > 5 else None
             path = save(name, model)
             command = [args.run_onnx, path]
             for k, array in enumerate(inputs):
                 command += ["--input", tensor_file(f"{name}_input_{k}", array)]
             for family in args.families:
                 out = os.path.join(scratch, f"{name}_{family}_out")
-                result = run(command + ["--output-dir", out] + FAMILIES[family], timeout=120)
+                plan = ["--plan"] if fused_expected is not None else []
+                result = run(command + ["--output-dir", out] + plan + FAMILIES[family], timeout=120)
                 label = f"{what} ({family})"
                 if result.returncode != 0:
                     fail(f"{label}: {status_text(result.returncode)}: {result.stderr.strip()[-1500:]}")
                     continue
                 bad = False
+                if fused_expected is not None:
+                    got = {k: v for k, v in fusions(result.stdout).items() if k in fused_expected}
+                    if got != fused_expected:
+                        fail(f"{label}: fused {got}, expected {fused_expected}")
+                        bad = True
                 for k, want in enumerate(expected):
                     diff = compare(load_tensor(os.path.join(out, f"output_{k}.pb")), want)
                     if diff:
