@@ -44,11 +44,7 @@ class kernel_arg {
   // moves on, so that no cache serves its old bytes); a tensor assigned to it later is new
   // storage of its own.
   Tensor& mutable_tensor() {
-    Tensor* t = mutable_tensor_;
-    if (t == nullptr) {
-      if (tensor_ != nullptr) throw error("a kernel asked to write one of its inputs");
-      t = &checked_variable().template get_mutable<LoDTensor>();
-    }
+    Tensor* t = mutable_tensor_ != nullptr ? mutable_tensor_ : &variable_tensor();
     t->mark_modified();
     return *t;
   }
@@ -66,6 +62,13 @@ class kernel_arg {
   }
 
  private:
+  // A variable's tensor to write (made a LoDTensor if the variable is empty), out of line: the
+  // static path's outputs are bare tensors, and its call sites inline the rest of
+  // mutable_tensor, a test and the version's store.
+  [[gnu::noinline]] Tensor& variable_tensor() {
+    if (tensor_ != nullptr) throw error("a kernel asked to write one of its inputs");
+    return checked_variable().template get_mutable<LoDTensor>();
+  }
   Variable& checked_variable() const {
     if (variable_ == nullptr) no_variable();
     return *variable_;
