@@ -91,7 +91,7 @@ struct tensor_array_to_tensor_cpu {
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::size_t k = 0; k < parts.size(); ++k) {
         const std::int64_t block = extents[k] * inner;
-        const T* x = parts[k].data<T>() + o * block;
+        const T* x = std::as_const(parts[k]).data<T>() + o * block;  // read: a view of X's element
         y = std::copy(x, x + block, y);
       }
     if (detail::output_requested(ctx, "OutIndex")) {
