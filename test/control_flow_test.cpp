@@ -572,6 +572,16 @@ TEST_CASE("control flow: failures name the loop, the step and the operator", "[c
         "steps, the most Executor::set_max_steps allows");
     CHECK(first(scope.get("i")) == 100);
   }
+  SECTION("a control-flow operator is no kernel call") {
+    ProgramDesc program;
+    counting_loop(program, 3);  // registers while
+    Variable c("c");
+    const std::vector<std::vector<Variable*>> in{{}, {&c}}, out{{}, {}};
+    CHECK_THROWS_WITH(
+        run_operator(find_operator("while"), cpu_place, in, out),
+        "fluidk: operator 'while' runs a sub-block of its program, not a kernel: run the program "
+        "with an Executor");
+  }
   SECTION("control flow needs its program") {
     ProgramDesc program;
     counting_loop(program, 3);

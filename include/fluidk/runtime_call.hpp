@@ -435,6 +435,9 @@ run_operator(const operator_info& op, const place& executor_place, variable_slot
 FLUIDK_DETAIL_RUNTIME_LINKAGE kernel_choice run_operator(const operator_info& op, const place& executor_place,
                                                          variable_slots inputs, variable_slots outputs,
                                                          const attribute_map& attrs) {
+  if (op.control() != control_kind::none)
+    throw error("operator '" + std::string(op.name()) +
+                "' runs a sub-block of its program, not a kernel: run the program with an Executor");
   detail::check_slot_counts(op, inputs.size(), outputs.size());
   std::vector<input_state> states;
   for (std::size_t s = 0; s < inputs.size(); ++s)
