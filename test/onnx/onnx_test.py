@@ -66,7 +66,7 @@ MODELS = ["resnet18", "mobilenetv2", "squeezenet11", "cifar"]
 FAMILY_MODELS = {"mixed": ["mobilenetv2"]}
 
 # The ONNX op types the importer maps (the contract of issue 50), and those of control flow and of
-# the node tests' loop bodies (issue 52).
+# the node tests' loop bodies (If, Loop and what their bodies use).
 SUPPORTED = {
     "Conv", "BatchNormalization", "Relu", "Clip", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "Concat", "Dropout", "Identity",
