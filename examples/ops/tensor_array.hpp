@@ -49,6 +49,18 @@ inline const LoDTensorArray& input_array(const execution_context& ctx) {
           "input X holds " + std::string(name_of(v->kind())) + ", not a LoDTensorArray");
   return v->get<LoDTensorArray>();
 }
+
+// InferVarType's one rule for the array operators: every variable of output `slot` is of `kind`
+// and of input X's data type (`why` says why X is needed, when the slot is empty).
+inline void outputs_of_x_type(const OpDesc& op, BlockDesc& block, std::string_view slot, var_kind kind,
+                              std::string_view why) {
+  const data_type dtype = input_var_desc(op, block, "X", first_input_name(op, "X", why)).dtype;
+  for (const std::string& name : op.output(slot)) {
+    VarDesc& out = block.var_recursive(name);
+    out.kind = kind;
+    out.dtype = dtype;
+  }
+}
 }  // namespace detail
 
 template <class T>
@@ -82,14 +94,8 @@ struct write_to_array {
 
   // InferVarType: Out is a LoDTensorArray of X's data type.
   static void infer_var_type(const OpDesc& op, BlockDesc& block) {
-    const data_type dtype =
-        input_var_desc(op, block, "X", first_input_name(op, "X", "write_to_array writes X into the array"))
-            .dtype;
-    for (const std::string& name : op.output("Out")) {
-      VarDesc& out = block.var_recursive(name);
-      out.kind = var_kind::lod_tensor_array;
-      out.dtype = dtype;
-    }
+    detail::outputs_of_x_type(op, block, "Out", var_kind::lod_tensor_array,
+                              "write_to_array writes X into the array");
   }
 };
 
@@ -121,14 +127,8 @@ struct read_from_array {
 
   // InferVarType: Out is a LoDTensor of the array's data type.
   static void infer_var_type(const OpDesc& op, BlockDesc& block) {
-    const data_type dtype =
-        input_var_desc(op, block, "X", first_input_name(op, "X", "read_from_array reads an element of X"))
-            .dtype;
-    for (const std::string& name : op.output("Out")) {
-      VarDesc& out = block.var_recursive(name);
-      out.kind = var_kind::lod_tensor;
-      out.dtype = dtype;
-    }
+    detail::outputs_of_x_type(op, block, "Out", var_kind::lod_tensor,
+                              "read_from_array reads an element of X");
   }
 };
 

@@ -119,15 +119,8 @@ struct tensor_array_to_tensor {
 
   // InferVarType: Out is a LoDTensor of the array's data type; OutIndex an int32 LoDTensor.
   static void infer_var_type(const OpDesc& op, BlockDesc& block) {
-    const data_type dtype =
-        input_var_desc(op, block, "X",
-                       first_input_name(op, "X", "tensor_array_to_tensor takes the array's data type"))
-            .dtype;
-    for (const std::string& name : op.output("Out")) {
-      VarDesc& out = block.var_recursive(name);
-      out.kind = var_kind::lod_tensor;
-      out.dtype = dtype;
-    }
+    detail::outputs_of_x_type(op, block, "Out", var_kind::lod_tensor,
+                              "tensor_array_to_tensor takes the array's data type");
     if (op.has_output("OutIndex"))
       for (const std::string& name : op.output("OutIndex")) {
         VarDesc& index = block.var_recursive(name);
