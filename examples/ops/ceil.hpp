@@ -22,13 +22,7 @@ template <class T>
 struct ceil_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
-    const Tensor& x = detail::input(ctx, "X");
-    Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
-    const T* in = x.data<T>();
-    T* y = out.data<T>();
-    const std::int64_t n = detail::storage_elements(x);
-    for (std::int64_t i = 0; i < n; ++i) y[i] = std::ceil(in[i]);
-    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
+    detail::map_storage<T>(ctx, [](T v) { return std::ceil(v); });
   }
 };
 

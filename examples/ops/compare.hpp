@@ -74,17 +74,9 @@ struct not_equal_comparison {
   }
 };
 
+// elementwise_add's CPU kernel with a bool Out.
 template <class T, class Cmp>
-struct compare_cpu {
-  using dtype = T;
-  void operator()(execution_context& ctx) const {
-    const auto [x, y] = detail::elementwise_operands(ctx);
-    const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
-    Tensor out(g.out, data_type::boolean, ctx.place(), g.layout);
-    detail::broadcast_loop<T, Cmp, bool>(g, x.template data<T>(), y.template data<T>(), out.data<bool>());
-    ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
-  }
-};
+using compare_cpu = elementwise_binary_cpu<T, Cmp, bool>;
 
 #if FLUIDK_OPS_OPENCL
 namespace detail {

@@ -61,13 +61,7 @@ using logical_xor = logical_binary_operator<xor_logic>;
 struct logical_not_cpu {
   using dtype = bool;
   void operator()(execution_context& ctx) const {
-    const Tensor& x = detail::input(ctx, "X");
-    Tensor out(x.dims(), data_type::boolean, ctx.place(), x.layout());
-    const bool* in = x.data<bool>();
-    bool* y = out.data<bool>();
-    const std::int64_t n = detail::storage_elements(x);
-    for (std::int64_t i = 0; i < n; ++i) y[i] = !in[i];
-    ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
+    detail::map_storage<bool>(ctx, [](bool v) { return !v; });
   }
 };
 

@@ -197,6 +197,20 @@ inline std::int64_t storage_elements(const Tensor& t) {
   return std::int64_t(t.storage_bytes() / size_of(t.dtype()));
 }
 
+// Out = f(x) of each element of input X's storage, as T (X's data type) -> R: Out in X's dims
+// and layout, with X's sequence offsets. The CPU kernel of an elementwise operator of one
+// input (a blocked layout's padding lanes are mapped like the elements).
+template <class T, class R = T, class F>
+void map_storage(execution_context& ctx, F f) {
+  const Tensor& x = input(ctx, "X");
+  Tensor out(x.dims(), data_type_of<R>, ctx.place(), x.layout());
+  const T* in = x.data<T>();
+  R* y = out.data<R>();
+  const std::int64_t n = storage_elements(x);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = f(in[i]);
+  ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
+}
+
 // The product of dims [begin, end).
 inline std::int64_t product(const dims& d, std::size_t begin, std::size_t end) {
   std::int64_t n = 1;

@@ -233,14 +233,15 @@ void broadcast_loop(const broadcast_geometry& g, const T* a, const T* b, R* c) {
 }
 }  // namespace detail
 
-template <class T, class Op>
+// Out = Op::apply(x, y) with broadcasting, Out of R (T's own, or bool for the comparisons).
+template <class T, class Op, class R = T>
 struct elementwise_binary_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
     const auto [x, y] = detail::elementwise_operands(ctx);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
-    Tensor out(g.out, data_type_of<T>, ctx.place(), g.layout);
-    detail::broadcast_loop<T, Op>(g, x.template data<T>(), y.template data<T>(), out.data<T>());
+    Tensor out(g.out, data_type_of<R>, ctx.place(), g.layout);
+    detail::broadcast_loop<T, Op, R>(g, x.template data<T>(), y.template data<T>(), out.template data<R>());
     ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
   }
 };
