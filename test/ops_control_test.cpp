@@ -44,8 +44,7 @@ Tensor make(const dims& shape, const std::vector<T>& values) {
 template <class T>
 Tensor random_tensor(const dims& shape, double lo = -4, double hi = 4) {
   Tensor t(shape, data_type_of<T>);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(dist(rng()));
+  fluidk_test::fill_uniform<T>(t, rng(), lo, hi);
   return t;
 }
 

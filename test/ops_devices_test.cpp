@@ -48,8 +48,7 @@ std::mt19937& rng() {
 template <class T>
 Tensor random_tensor(const dims& shape, double lo = -1, double hi = 1) {
   Tensor t(shape, data_type_of<T>);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(dist(rng()));
+  fluidk_test::fill_uniform<T>(t, rng(), lo, hi);
   return t;
 }
 

@@ -42,8 +42,7 @@ std::mt19937& rng() {
 template <class T>
 Tensor random_tensor(const dims& shape, data_layout layout = data_layout::nchw) {
   Tensor t(shape, data_type_of<T>, cpu_place, shape.rank() == 4 ? data_layout::nchw : data_layout::any);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(dist(rng()));
+  fluidk_test::fill_uniform<T>(t, rng(), -1, 1);
   if (layout == data_layout::nchw) return t;
   return transform(t, kernel_key{cpu_place, data_type_of<T>, layout, library_type::plain});
 }

@@ -45,8 +45,7 @@ Tensor random_tensor(const dims& shape, data_layout layout = data_layout::any, d
                      double hi = 1) {
   Tensor t(shape, data_type::float32, cpu_place,
            layout == data_layout::any ? data_layout::any : data_layout::nchw);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(dist(rng()));
+  fluidk_test::fill_uniform<float>(t, rng(), lo, hi);
   if (layout == data_layout::any || layout == data_layout::nchw) return t;
   return transform(t, kernel_key{cpu_place, data_type::float32, layout, library_type::plain});
 }

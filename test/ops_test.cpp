@@ -45,8 +45,7 @@ Tensor random_tensor(const dims& shape, double lo = -1, double hi = 1,
                      data_layout layout = data_layout::any) {
   Tensor t(shape, data_type_of<T>, cpu_place,
            layout == data_layout::any ? data_layout::any : data_layout::nchw);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(dist(rng()));
+  fluidk_test::fill_uniform<T>(t, rng(), lo, hi);
   if (layout == data_layout::any || layout == data_layout::nchw) return t;
   return transform(t, kernel_key{cpu_place, data_type_of<T>, layout, library_type::plain});
 }

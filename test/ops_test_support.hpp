@@ -1,13 +1,15 @@
-// What the operator tests share: comparisons with a stated tolerance, and running an
-// operator of examples/ops through the runtime path on variables named in a scope.
+// What the operator tests share: random inputs, comparisons with a stated tolerance, and running
+// an operator of examples/ops through the runtime path on variables named in a scope.
 #pragma once
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +17,14 @@
 #include <vector>
 
 namespace fluidk_test {
+
+// Fills a CPU tensor of T (its storage's elements, in order) with values drawn uniformly from
+// [lo, hi) by `engine`, each converted to T.
+template <class T>
+void fill_uniform(fluidk::Tensor& t, std::mt19937& engine, double lo, double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(dist(engine));
+}
 
 // |actual - expected| <= tol * max(1, |expected|), element by element; reports the first miss.
 template <class T, class U>
