@@ -4,7 +4,9 @@ the declarations of the runtime path, and none of what only the runtime's own fi
 <fluidk/executor.hpp> and for the runtime path's headers together (<fluidk/separate_runtime.hpp>),
 the compiler's include list (-H) must hold no CPU transform kernels (fluidk/transforms/cpu.hpp,
 cpu_kernels.hpp, transforms/detail/), no intrinsics header (<immintrin.h> and the *intrin.h it
-brings) and no Boost.Hana. The same files compiled header-only (no FLUIDK_SEPARATE_RUNTIME) must
+brings) and no Boost.Hana; <fluidk/executor.hpp>'s must also hold neither <chrono> (only the timing of
+runs reads the clock) nor <cmath> (only the comparison of attributes calls isnan), which the runtime's
+own file includes. The same files compiled header-only (no FLUIDK_SEPARATE_RUNTIME) must
 include the CPU transforms, so that the check is seen to find them.
 Usage: separate_includes_check.py <C++ compiler> <include dir> <work dir>
 """
@@ -20,6 +22,11 @@ FORBIDDEN = [
     (re.compile(r"fluidk/transforms/(cpu\.hpp|cpu_kernels\.hpp|detail/)"), "the CPU transform kernels"),
     (re.compile(r"intrin\.h$"), "an intrinsics header"),
     (re.compile(r"boost/hana"), "Boost.Hana"),
+]
+# What the executor's declarations need neither, besides the above.
+EXECUTOR_FORBIDDEN = [
+    (re.compile(r"/chrono$"), "<chrono>"),
+    (re.compile(r"/cmath$"), "<cmath>"),
 ]
 
 
@@ -37,7 +44,8 @@ def includes(header, defines):
 failed = False
 for header in ("fluidk/executor.hpp", "fluidk/separate_runtime.hpp"):
     separate = includes(header, ["-DFLUIDK_SEPARATE_RUNTIME"])
-    found = [(path, what) for path in separate for pattern, what in FORBIDDEN if pattern.search(path)]
+    forbidden = FORBIDDEN + (EXECUTOR_FORBIDDEN if header == "fluidk/executor.hpp" else [])
+    found = [(path, what) for path in separate for pattern, what in forbidden if pattern.search(path)]
     own = sum("fluidk/" in path for path in separate)
     print("%s, FLUIDK_SEPARATE_RUNTIME: %d headers, %d of them fluidk's" % (header, len(separate), own))
     for path, what in found:

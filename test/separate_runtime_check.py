@@ -2,7 +2,8 @@
 """Checks what FLUIDK_SEPARATE_RUNTIME promises (docs/getting-started.md, "Compiling the runtime
 once"): the runtime's own file (libfluidk_runtime.a) defines each of the functions listed below,
 and a file built with the macro (separate_runtime_calls.cpp, which calls them all) defines none of
-them, not even as an inline copy, and calls each as defined there. The other archives given, the
+them, not even as an inline copy, and calls each as defined there, except the private members
+listed in INTERNAL, which only the runtime's own functions call. The other archives given, the
 rest of a program built with the macro, define none of them either.
 
   separate_runtime_check.py NM RUNTIME_ARCHIVE CALLER_ARCHIVE [ARCHIVE...]
@@ -21,7 +22,25 @@ EXPECTED = [
     "fluidk::parse_place", "fluidk::storage_numel", "fluidk::parse_data_layout",
     "fluidk::detail::add_layout", "fluidk::detail::add_library",
     "fluidk::detail::place_kind_registry::add",
+    # The descriptions, scopes, attribute maps and the registry: their copies, comparisons and
+    # containers' work.
+    "fluidk::attribute_map::set", "fluidk::OpDesc::OpDesc", "fluidk::BlockDesc::append_op",
+    "fluidk::BlockDesc::var", "fluidk::ProgramDesc::ProgramDesc", "fluidk::Scope::var",
+    "fluidk::Scope::new_scope", "fluidk::operator_registry::add", "fluidk::operator_info::lookup",
 ]
+
+# Private members compiled once, which a file outside the runtime cannot call (demangled, up to
+# their parameters).
+INTERNAL = {
+    "fluidk::BlockDesc::take", "fluidk::BlockDesc::truncate_vars", "fluidk::OpDesc::get", "fluidk::OpDesc::set",
+    "fluidk::operator_info::build_table", "fluidk::operator_info::choose",
+    "fluidk::operator_info::lookup_outside", "fluidk::transfer_cache::erase",
+    "fluidk::Executor::prepared::control::~control",
+} | {"fluidk::Executor::" + name for name in (
+    "abandon_steps", "after_op", "bad_condition", "begin_count", "choose", "condition_holds", "context_for",
+    "copied_bytes", "count_storages", "drop_step_scopes", "local_for", "make_locals", "move_inputs",
+    "own_copy", "rebind", "release", "reseat", "run_control", "run_instrumented", "run_op_slowly",
+    "run_step", "same_states", "share_content", "uncount_storages", "variable_named")}
 
 
 def symbols(nm, archive):
@@ -47,7 +66,8 @@ def main():
         failures += [f"{archive} compiles {n} again" for n in compiled if n in defined]
         if archive == caller:
             called = {n for t, n in rows if t == "U"}
-            failures += [f"{archive} does not call {n}" for n in compiled if n not in called]
+            failures += [f"{archive} does not call {n}" for n in compiled
+                         if n not in called and n.split("(")[0] not in INTERNAL]
     for line in failures:
         print(line)
     print(f"{len(compiled)} functions compiled once, {len(failures)} failures")

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/dtype.hpp"
 #include "fluidk/error.hpp"
 
@@ -62,22 +63,21 @@ inline constexpr std::size_t attribute_index = [] {
   return index;
 }();
 
+// Its copies, moves and changes are compiled where the runtime is (runtime_linkage.hpp): the
+// variant's copy, move and destruction over its thirteen kinds are the larger part of what a
+// header that only passes attribute maps along would instantiate.
 class attribute_map {
  public:
   attribute_map() = default;
-  attribute_map(std::initializer_list<std::pair<std::string, attribute>> entries) {
-    for (const auto& [name, value] : entries) set(name, value);
-  }
+  attribute_map(std::initializer_list<std::pair<std::string, attribute>> entries);
+  attribute_map(const attribute_map&);
+  attribute_map(attribute_map&&) noexcept;
+  attribute_map& operator=(const attribute_map&);
+  attribute_map& operator=(attribute_map&&) noexcept;
+  ~attribute_map();
 
   // An attribute needs a name (the program text could not write one without it).
-  void set(std::string_view name, attribute value) {
-    if (name.empty()) throw error("an attribute needs a name");
-    const auto it = lower_bound(name);
-    if (it != entries_.end() && it->first == name)
-      it->second = std::move(value);
-    else
-      entries_.emplace(it, std::string(name), std::move(value));
-  }
+  void set(std::string_view name, attribute value);
 
   const attribute* find(std::string_view name) const noexcept {
     const auto it = lower_bound(name);
@@ -123,6 +123,27 @@ class attribute_map {
 
   std::vector<std::pair<std::string, attribute>> entries_;
 };
+
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(
+    std::initializer_list<std::pair<std::string, attribute>> entries) {
+  for (const auto& [name, value] : entries) set(name, value);
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(const attribute_map&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(attribute_map&&) noexcept = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map& attribute_map::operator=(const attribute_map&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map& attribute_map::operator=(attribute_map&&) noexcept = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::~attribute_map() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void attribute_map::set(std::string_view name, attribute value) {
+  if (name.empty()) throw error("an attribute needs a name");
+  const auto it = lower_bound(name);
+  if (it != entries_.end() && it->first == name)
+    it->second = std::move(value);
+  else
+    entries_.emplace(it, std::string(name), std::move(value));
+}
+#endif
 
 // The data type an operator's data-type attribute gives (a data type's name, as in program
 // text: "float32", "int64"), or nothing when the operator declares none or the attribute is

@@ -9,8 +9,6 @@
 // activation's storage released after its last use, prepare_options) and timing (time_runs).
 #pragma once
 
-#include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,7 +20,6 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -34,6 +31,12 @@
 #include "fluidk/runtime_call.hpp"
 #include "fluidk/scope.hpp"
 #include "fluidk/trace.hpp"
+
+#if FLUIDK_DETAIL_RUNTIME_HERE
+#include <algorithm>
+#include <chrono>
+#include <unordered_set>
+#endif
 
 namespace fluidk {
 
@@ -118,7 +121,10 @@ struct copy_key {
 // Bounded in bytes, least recently used first out.
 class transfer_cache {
  public:
-  explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30) : max_bytes_(max_bytes) {}
+  explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30);
+  transfer_cache(transfer_cache&&);
+  transfer_cache& operator=(transfer_cache&&);
+  ~transfer_cache();
 
   // The content of `source` as the copy `made_for` needs it: `make(into)` writes it on
   // a miss; `bytes_copied` is what that copy moves between places.
@@ -155,11 +161,7 @@ class transfer_cache {
 
   std::size_t bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return entries_.size(); }
-  void clear() {
-    entries_.clear();
-    lru_.clear();
-    bytes_ = 0;
-  }
+  void clear();
 
  private:
   // The source's id, the copy key's target (ordinal and device), rules and slot.
@@ -179,11 +181,7 @@ class transfer_cache {
     std::list<key>::iterator position;
   };
 
-  void erase(std::unordered_map<key, entry, key_hash>::iterator it) {
-    bytes_ -= it->second.bytes;
-    lru_.erase(it->second.position);
-    entries_.erase(it);
-  }
+  void erase(std::unordered_map<key, entry, key_hash>::iterator it);
 
   std::size_t max_bytes_;
   std::size_t bytes_ = 0;
@@ -211,8 +209,10 @@ void walk_block_uses(const BlockDesc& b, Read&& read, Write&& write) {
 
 class Executor {
  public:
-  explicit Executor(fluidk::place where, std::size_t cache_bytes = std::size_t(1) << 30)
-      : place_(where), cache_(cache_bytes), registry_(&operator_registry::instance()) {}
+  explicit Executor(fluidk::place where, std::size_t cache_bytes = std::size_t(1) << 30);
+  Executor(Executor&&);
+  Executor& operator=(Executor&&);
+  ~Executor();
 
   const fluidk::place& place() const noexcept { return place_; }
   const executor_stats& stats() const noexcept { return stats_; }
@@ -240,10 +240,11 @@ class Executor {
   // scope when missing), attributes read. Valid while the scope lives.
   class prepared {
    public:
-    prepared() = default;
+    prepared();
     // Moved, never copied: the kernels' contexts point into its own arrays.
-    prepared(prepared&&) noexcept = default;
-    prepared& operator=(prepared&&) noexcept = default;
+    prepared(prepared&&) noexcept;
+    prepared& operator=(prepared&&) noexcept;
+    ~prepared();
     prepared(const prepared&) = delete;
     prepared& operator=(const prepared&) = delete;
 
@@ -325,13 +326,7 @@ class Executor {
       control& operator=(const control&) = delete;
       // The scope goes with the operator, after its body (whose own sub-blocks' scopes are
       // children of it).
-      ~control() {
-        body.reset();
-        if (scope != nullptr && owns_scope) try {
-            parent->delete_scope(*scope);
-          } catch (const error&) {  // deleted with the scope's other children already
-          }
-      }
+      ~control();
     };
     struct cold {
       std::unique_ptr<control> flow;  // set for a control-flow operator
@@ -424,38 +419,13 @@ class Executor {
  private:
   // The variable a program's name binds to: found in the scope or a parent, else made in the
   // scope.
-  static Variable& variable_named(Scope& scope, const std::string& name) {
-    Variable* v = scope.find_var(name);
-    return v != nullptr ? *v : scope.var(name);
-  }
+  static Variable& variable_named(Scope& scope, const std::string& name);
   // Finds every variable of `p` by its name again (run, when the scope's names changed). Each
   // operator is chosen again on its next run (no entry), and that choice points its input
   // arguments at the variables found here (choose); the output arguments are pointed here.
-  static void rebind(prepared& p) {
-    Scope& scope = *p.scope_;
-    make_locals(p);
-    for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
-      p.input_variables_[i] = p.inputs_[i].variable = &variable_named(scope, p.input_names_[i]);
-    for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
-      p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
-    for (std::size_t k = 0; k < p.ops_.size(); ++k) {
-      prepared::op& o = p.ops_[k];
-      for (std::uint32_t i = 0; i < o.output_count; ++i)
-        p.args_[p.cold_[k].first_arg + o.input_count + i] =
-            kernel_arg(p.output_variables_[o.first_output + i]);
-      o.entry = nullptr;
-      o.plain = false;
-    }
-    for (std::size_t a = 0; a < p.activations_.size(); ++a) {
-      p.activations_[a] = &variable_named(scope, p.activation_names_[a]);
-      p.own_[a] = scope.find_local(p.activation_names_[a]) == p.activations_[a];
-    }
-    p.names_version_ = scope.names_version();
-  }
+  static void rebind(prepared& p);
   // Makes the scope's own variables of `p` (prepare(BlockDesc), run before finding names).
-  static void make_locals(const prepared& p) {
-    for (const std::string& name : p.local_names_) p.scope_->var(name);
-  }
+  static void make_locals(const prepared& p);
   prepared prepare(std::span<const op_invocation> ops, Scope& scope, const BlockDesc* block,
                    const prepare_options& options) const;
 
@@ -466,506 +436,98 @@ class Executor {
   // One operator of a run. The common case, an operator whose inputs have the keys of the
   // last run and none of which moves, is inline and short: a program's operators are many
   // and most of their kernels small. The rest is out of line.
-  [[gnu::always_inline]] inline void run_op(prepared& p, std::size_t index) {
-    prepared::op& o = p.ops_[index];
-    // Rules 1 to 3 of kernel_choice.hpp are functions of the inputs' states, of the
-    // attributes (read at prepare) and of the fallback policy: while those are what they were
-    // at the last choice, so are the kernel and each input's target. The states are compared
-    // as they are read, without being stored: one tensor each, against each input's kept
-    // key (where every input had one), else all of them against the last list.
-    bool plain = o.plain && registry_->global_fallback_code() == o.policy && !instrumented_;
-    const prepared::input* in = p.inputs_.data() + o.first_input;
-    for (std::uint32_t i = 0; i < o.input_count && plain; ++i) {
-      const Tensor* t = tensor_of(*in[i].variable);
-      plain = t != nullptr && t->initialized() && in[i].same_key(*t);
-    }
-    if (!plain) [[unlikely]] {
-      run_op_slowly(p, index);
-      return;
-    }
-    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
-                             {p.output_variables_.data() + o.first_output, o.output_count},
-                             {p.input_variables_.data() + o.first_input, o.input_count});
-    ++stats_.ops_run;
-  }
+  [[gnu::always_inline]] inline void run_op(prepared& p, std::size_t index);
 
   // An operator with something to do besides the call: a new choice (inputs of other keys,
   // another policy, or inputs that are not one tensor each), a fallback to count, inputs to
   // move or a trace to write.
-  [[gnu::noinline]] void run_op_slowly(prepared& p, std::size_t index) {
-    prepared::op& o = p.ops_[index];
-    if (p.cold_[index].flow) {
-      run_control(p, index);
-      return;
-    }
-    const std::optional<fallback_policy> policy = registry_->global_fallback();
-    const bool same = o.entry != nullptr && policy_code(policy) == o.policy &&
-                      same_states(p, o, {p.inputs_.data() + o.first_input, o.input_count});
-    if (!same) {
-      choose(p, index, policy);
-    } else if (o.fell_back) {
-      registry_->note_fallback({o.info->name(), p.cold_[index].expected, o.chosen});  // counted every time
-    }
-    if (o.fell_back) ++stats_.fallbacks;
-    op_trace* trace =
-        trace_ != nullptr
-            ? &trace_->emplace_back(
-                  op_trace{std::string(o.info->name()), p.cold_[index].expected, o.chosen, o.fell_back, {}})
-            : nullptr;
-    // An input that moves is read from its copy in a child scope, deleted when the operator
-    // is done, or fails.
-    // Copies made for this operator alone (eager deletion's) go with it.
-    Scope* child = nullptr;
-    struct child_guard {
-      Scope& parent;
-      Scope*& child;
-      std::vector<std::unique_ptr<Variable>>& own_copies;
-      ~child_guard() {
-        if (child != nullptr) parent.delete_scope(*child);
-        own_copies.clear();
-      }
-    } guard{*p.scope_, child, own_copies_};
-    if (!timing_) [[likely]] {
-      if (o.moves) move_inputs(p, index, child, trace);
-      run_kernel_clearing_lods(*o.entry, p.contexts_[index],
-                               {p.output_variables_.data() + o.first_output, o.output_count},
-                               {p.input_variables_.data() + o.first_input, o.input_count});
-    } else {
-      const auto start = clock::now();
-      if (o.moves) move_inputs(p, index, child, trace);
-      const auto moved = clock::now();
-      run_kernel_clearing_lods(*o.entry, p.contexts_[index],
-                               {p.output_variables_.data() + o.first_output, o.output_count},
-                               {p.input_variables_.data() + o.first_input, o.input_count});
-      stats_.transform_ns += nanoseconds(moved - start);
-      stats_.kernel_ns += nanoseconds(clock::now() - moved);
-    }
-    ++stats_.ops_run;
-  }
+  void run_op_slowly(prepared& p, std::size_t index);  // [[gnu::noinline]], where it is defined
 
   // --- Control flow (fluidk/control_flow.hpp) ---------------------------------------------
 
   // A while or conditional_block: its sub-block run while (once when) its condition holds.
   // An error inside names the operator, its block and the step (the operator that failed
   // names itself), and leaves no step scope behind.
-  void run_control(prepared& p, std::size_t index) {
-    const prepared::op& o = p.ops_[index];
-    prepared::control& c = *p.cold_[index].flow;
-    const std::uint32_t* in = p.offsets_.data() + o.first_offset;
-    const std::uint32_t* out = in + o.input_slots + 1;
-    // Condition is the while's input slot 1, Cond the conditional_block's slot 0; StepScopes and
-    // Scope are output slot 1 of both.
-    const std::uint32_t slot = c.kind == control_kind::while_loop ? 1 : 0;
-    const std::span<Variable* const> conditions(p.input_variables_.data() + o.first_input + in[slot],
-                                                in[slot + 1] - in[slot]);
-    Variable* scopes = out[2] > out[1] ? p.output_variables_[o.first_output + out[1]] : nullptr;
-    const std::string_view name = o.info->name();
-    ++stats_.ops_run;
-    if (c.keep_scopes) drop_step_scopes(p, scopes);  // the last run's
-    // Traced: the operator's own entry, then its sub-block's runs; the entry counts them and
-    // lists the condition's copies to the host (found by index: the body's traces grow the list).
-    const std::size_t traced = trace_ != nullptr ? trace_->size() : no_trace;
-    if (trace_ != nullptr) {
-      const kernel_key none(place_, data_type::boolean, data_layout::any, library_type::plain);
-      trace_->push_back(op_trace{std::string(name), none, none, false, {}});
-    }
-    std::uint64_t step = 0;  // runs of the sub-block so far
-    struct count_runs {
-      std::vector<op_trace>* trace;
-      std::size_t traced;
-      const std::uint64_t& runs;
-      ~count_runs() {
-        if (trace != nullptr && traced < trace->size()) (*trace)[traced].block_runs = runs;
-      }
-    } counting{trace_, traced, step};
-    ++depth_;
-    try {
-      if (c.kind == control_kind::while_loop) {
-        while (condition_holds(name, "Condition", *conditions[0], traced)) {
-          if (max_steps_ != 0 && step >= max_steps_)
-            throw error("its condition '" + conditions[0]->name() + "' is still true after " +
-                        std::to_string(step) + " steps, the most Executor::set_max_steps allows");
-          run_step(p, c, scopes);
-          ++step;
-        }
-      } else {
-        bool holds = true;
-        if (c.scalar) {
-          holds = condition_holds(name, "Cond", *conditions[0], traced);
-        } else {
-          for (const Variable* v : conditions) {
-            const Tensor* t = tensor_of(*v);
-            holds = holds && t != nullptr && t->initialized() && t->numel() != 0;
-          }
-        }
-        if (holds) {
-          run_step(p, c, scopes);
-          ++step;
-        }
-      }
-      --depth_;
-    } catch (const error& e) {
-      --depth_;
-      abandon_steps(p, c, scopes);
-      detail::rethrow_in_context(
-          e, "operator '" + std::string(name) + "' (block " + std::to_string(c.block) +
-                 (c.kind == control_kind::while_loop ? "), step " + std::to_string(step + 1) : ")"));
-    } catch (...) {
-      --depth_;
-      abandon_steps(p, c, scopes);
-      throw;
-    }
-  }
+  void run_control(prepared& p, std::size_t index);
 
   // One run of the sub-block: in the shared scope, its fresh variables emptied first, or in a
   // new scope kept in `scopes`.
-  void run_step(prepared& p, prepared::control& c, Variable* scopes) {
-    prepared& body = *c.body;
-    if (c.keep_scopes) {
-      Scope& step = p.scope_->new_scope();
-      scopes->get_mutable<StepScopes>().scopes.push_back(&step);
-      reseat(body, step);
-    } else {
-      for (const std::string& name : c.fresh)
-        if (Variable* v = c.scope->find_local(name)) release(*v);
-    }
-    ++stats_.block_runs;
-    run(body);
-  }
+  void run_step(prepared& p, prepared::control& c, Variable* scopes);
 
   // Points a prepared body at the scope of a new step, and the control-flow operators inside it
   // at new scopes below that one (their variables are found from there): the step's scope
   // owns those, and drops them with it.
-  static void reseat(prepared& body, Scope& step) {
-    body.scope_ = &step;
-    rebind(body);
-    for (prepared::cold& c : body.cold_)
-      if (c.flow) {
-        prepared::control& inner = *c.flow;
-        inner.parent = &step;
-        inner.scope = &step.new_scope();
-        inner.owns_scope = false;
-        reseat(*inner.body, *inner.scope);
-      }
-  }
+  static void reseat(prepared& body, Scope& step);
 
   // After a failed run: the step scopes it made are dropped, and the shared scope's variables
   // emptied, so that nothing of the failed step is left to read.
-  static void abandon_steps(prepared& p, prepared::control& c, Variable* scopes) noexcept {
-    if (c.keep_scopes) {
-      drop_step_scopes(p, scopes);
-    } else {
-      for (const std::string& name : c.body->local_names_)
-        if (Variable* v = c.scope->find_local(name)) release(*v);
-    }
-  }
+  static void abandon_steps(prepared& p, prepared::control& c, Variable* scopes) noexcept;
 
   // Deletes the step scopes that `scopes` lists (children of the program's scope; one already
   // gone is skipped) and empties the list.
-  static void drop_step_scopes(prepared& p, Variable* scopes) noexcept {
-    if (scopes == nullptr || !scopes->is<StepScopes>()) return;
-    for (Scope* step : scopes->get_mutable<StepScopes>().scopes) {
-      try {
-        p.scope_->delete_scope(*step);
-      } catch (const error&) {  // deleted with the scope's other children already
-      }
-    }
-    scopes->get_mutable<StepScopes>().scopes.clear();
-  }
+  static void drop_step_scopes(prepared& p, Variable* scopes) noexcept;
 
   // Whether a condition variable holds: a bool tensor of one element, read on the host. One
   // on a device is copied to the host first, counted (condition_copies, bytes_copied) and
   // traced as an input of the operator's trace entry `traced`.
   static constexpr std::size_t no_trace = std::size_t(-1);
-  bool condition_holds(std::string_view op, std::string_view slot, const Variable& v, std::size_t traced) {
-    const Tensor* t = v.is<LoDTensor>() ? &v.get<LoDTensor>() : nullptr;
-    if (t == nullptr || !t->initialized() || t->dtype() != data_type::boolean || t->numel() != 1) [[unlikely]]
-      bad_condition(op, slot, v, t);
-    if (t->place().host_accessible()) [[likely]]
-      return *t->data<bool>();
-    const kernel_key from = key_of(*t);
-    const kernel_key to(cpu_place, data_type::boolean, t->layout(), library_type::plain);
-    const Tensor host = detail::preparing_input(op, slot, v.name(), to, [&] { return transform(*t, to); });
-    const std::uint64_t bytes = plan_transform(from, to).bytes_copied(t->dims());
-    ++stats_.condition_copies;
-    stats_.bytes_copied += bytes;
-    if (traced != no_trace && trace_ != nullptr && traced < trace_->size())
-      (*trace_)[traced].inputs.push_back(
-          {std::string(slot), v.name(), from, to, plan_transform(from, to).describe(), bytes, false});
-    return *host.data<bool>();
-  }
-  [[noreturn, gnu::cold, gnu::noinline]] static void bad_condition(std::string_view op, std::string_view slot,
-                                                                   const Variable& v, const Tensor* t) {
-    std::string holds;
-    if (t == nullptr)
-      holds = std::string(name_of(v.kind()));
-    else if (!t->initialized())
-      holds = "an empty tensor";
-    else
-      holds = std::string(name_of(t->dtype())) + " tensor of dims " + t->dims().to_string();
-    throw error("operator '" + std::string(op) + "' input " + std::string(slot) + " ('" + v.name() +
-                "'): a condition is a bool tensor of one element; it holds " + holds);
-  }
-
-  using clock = std::chrono::steady_clock;
-  static std::uint64_t nanoseconds(clock::duration d) noexcept {
-    return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-  }
+  bool condition_holds(std::string_view op, std::string_view slot, const Variable& v, std::size_t traced);
+  [[noreturn]] static void bad_condition(std::string_view op, std::string_view slot, const Variable& v,
+                                         const Tensor* t);
 
   // A run with timing, eager deletion or memory counting: each operator as run() runs it,
   // then (counting) its outputs' storages counted and the activations whose last use it was
   // released.
-  void run_instrumented(prepared& p) {
-    const auto start = timing_ ? clock::now() : clock::time_point{};
-    const std::size_t count = p.ops_.size();
-    if (p.counting_) {
-      begin_count(p);
-      for (std::size_t i = 0; i < count; ++i) {
-        copy_bytes_ = 0;
-        run_op(p, i);
-        after_op(p, i);
-      }
-      stats_.live_bytes = p.live_;
-    } else {
-      for (std::size_t i = 0; i < count; ++i) run_op(p, i);
-    }
-    if (timing_ && depth_ == 0) stats_.run_ns += nanoseconds(clock::now() - start);
-  }
+  void run_instrumented(prepared& p);
 
   // What the activations hold as a run starts (the kept outputs of the last run, anything the
   // caller set): counted afresh, as they may have changed between runs.
-  static void begin_count(prepared& p) {
-    p.storages_.clear();
-    p.live_ = 0;
-    for (std::size_t a = 0; a < p.activations_.size(); ++a) {
-      p.counted_[a].clear();
-      if (p.own_[a]) count_storages(p, a);
-    }
-  }
+  static void begin_count(prepared& p);
   // Counts the storages activation `a` holds now (its last counted ones uncounted first).
-  static void count_storages(prepared& p, std::size_t a) {
-    uncount_storages(p, a);
-    p.activations_[a]->for_each_tensor([&](const Tensor& t) {
-      const std::uint64_t id = t.storage_id();
-      if (id == 0) return;
-      p.counted_[a].push_back(id);
-      auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{t.storage_bytes(), 0});
-      if (made) p.live_ += it->second.bytes;
-      ++it->second.holders;
-    });
-  }
-  static void uncount_storages(prepared& p, std::size_t a) {
-    for (const std::uint64_t id : p.counted_[a]) {
-      const auto it = p.storages_.find(id);
-      if (--it->second.holders == 0) {
-        p.live_ -= it->second.bytes;
-        p.storages_.erase(it);
-      }
-    }
-    p.counted_[a].clear();
-  }
+  static void count_storages(prepared& p, std::size_t a);
+  static void uncount_storages(prepared& p, std::size_t a);
 
   // After operator `index`: its outputs counted, the peak taken (its inputs' copies still
   // alive while it ran), the activations it used last released (eager deletion).
-  void after_op(prepared& p, std::size_t index) {
-    const prepared::op& o = p.ops_[index];
-    for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
-      const std::int32_t a = p.output_activation_[i];
-      if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
-    }
-    if (p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
-      stats_.peak_activation_bytes = p.live_ + copy_bytes_;
-    if (!p.eager_) return;
-    for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
-      const std::uint32_t a = p.released_[r];
-      if (!p.own_[a]) continue;
-      uncount_storages(p, a);
-      release(*p.activations_[a]);
-    }
-  }
+  void after_op(prepared& p, std::size_t index);
 
   // Drops a variable's storage, keeping its kind: the next run's writer fills it again.
-  static void release(Variable& v) {
-    if (v.is<LoDTensor>())
-      v.set(LoDTensor());
-    else if (v.is<SelectedRows>())
-      v.set(SelectedRows());
-    else if (v.is<LoDTensorArray>())
-      v.set(LoDTensorArray());
-  }
+  static void release(Variable& v);
 
   // The context of operator `index`'s kernel, over its arguments in args_.
-  static execution_context context_for(prepared& p, std::size_t index) {
-    const prepared::op& o = p.ops_[index];
-    const prepared::cold& c = p.cold_[index];
-    const operator_info& info = *o.info;
-    kernel_arg* args = p.args_.data() + c.first_arg;
-    const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
-    return execution_context(info.name(), info.inputs(), info.outputs(),
-                             o.context != nullptr ? *o.context : context_of(cpu_place), o.chosen,
-                             {{args, o.input_count}, {offsets, std::size_t(o.input_slots) + 1}},
-                             {{args + o.input_count, o.output_count},
-                              {offsets + o.input_slots + 1, std::size_t(o.output_slots) + 1}},
-                             c.attrs);
-  }
+  static execution_context context_for(prepared& p, std::size_t index);
 
   // The inputs' states of this run, in order, against those of the last choice (all of them,
   // whether or not each input had one), input by input: two variables of a slot that swap
   // which one is empty give the same list of states, but not the same targets.
-  static bool same_states(const prepared& p, const prepared::op& o, std::span<const prepared::input> ins) {
-    const prepared::cold& c = p.cold_[std::size_t(&o - p.ops_.data())];
-    const std::vector<input_state>& last = c.last_states;
-    std::size_t seen = 0;
-    bool same = true;
-    for (std::size_t i = 0; i < ins.size() && same; ++i) {
-      for_each_input_state(*ins[i].variable, ins[i].slot, [&](const input_state& state) {
-        same = same && seen < last.size() && last[seen] == state;
-        ++seen;
-      });
-      same = same && seen == c.state_ends[i];
-    }
-    return same && seen == last.size();
-  }
+  static bool same_states(const prepared& p, const prepared::op& o, std::span<const prepared::input> ins);
 
   // Rules 1 to 3 for the inputs of this run: the kernel, its device context, each input's
   // target, and the states they were chosen for.
-  static void choose(prepared& p, std::size_t index, std::optional<fallback_policy> policy) {
-    prepared::op& o = p.ops_[index];
-    prepared::cold& c = p.cold_[index];
-    const operator_info& info = *o.info;
-    const std::span<prepared::input> ins(p.inputs_.data() + o.first_input, o.input_count);
-    c.last_states.clear();
-    c.state_ends.clear();
-    o.entry = nullptr;  // until a kernel is chosen: a choice that throws leaves none
-    o.plain = false;
-    o.one_state_each = true;
-    for (prepared::input& in : ins) {
-      const std::size_t before = c.last_states.size();
-      append_input_states(in.variable, in.slot, c.last_states);
-      c.state_ends.push_back(std::uint32_t(c.last_states.size()));
-      o.one_state_each = o.one_state_each && c.last_states.size() == before + 1;
-      if (c.last_states.size() == before + 1) in.keep(c.last_states.back().key);
-    }
-    c.expected = expected_kernel_key(info, c.last_states, c.request);
-    const kernel_choice choice = choose_kernel(info, c.expected);
-    o.context = &kernel_context_of(info, choice.chosen, c.request);
-    o.chosen = choice.chosen;
-    o.fell_back = choice.fell_back;
-    o.policy = policy_code(policy);
-    o.moves = false;
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-      c.targets[i] = input_transform_target(info.rules(), ins[i].slot, *ins[i].variable,
-                                            tensor_of(*ins[i].variable), o.chosen);
-      o.moves = o.moves || c.targets[i].has_value();
-      p.args_[c.first_arg + i] = kernel_arg(ins[i].variable);
-    }
-    p.contexts_[index] = context_for(p, index);
-    o.entry = choice.entry;
-    o.plain = o.one_state_each && !o.fell_back && !o.moves;
-  }
+  static void choose(prepared& p, std::size_t index, std::optional<fallback_policy> policy);
 
   // Points the arguments of the inputs that move at their copies: from the transfer cache, or
   // made and cached, viewed from `child` (made here). A variable given to two slots that need
   // different copies gets the second in a scope of its own below the first.
-  void move_inputs(prepared& p, std::size_t index, Scope*& child, op_trace* trace) {
-    const prepared::op& o = p.ops_[index];
-    prepared::cold& c = p.cold_[index];
-    const operator_info& info = *o.info;
-    const kernel_key& kernel = o.chosen;
-    c.locals.clear();
-    for (std::size_t i = 0; i < o.input_count; ++i) {
-      const std::optional<kernel_key>& target = c.targets[i];
-      if (!target) continue;
-      Variable* v = p.inputs_[o.first_input + i].variable;
-      const std::size_t s = p.inputs_[o.first_input + i].slot;
-      const copy_key made_for = copy_key::of(info.rules(), s, *v, *target, kernel);
-      const executor_stats before = stats_;
-      const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
-        const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
-        if (!c.uncached.empty() && c.uncached[i]) return own_copy(info, s, *v, *target, kernel, bytes);
-        return cache_.get(*v, made_for, bytes, stats_, [&](Variable& into) {
-          transform_input(info.rules(), s, *v, *target, kernel, into);
-        });
-      });
-      if (trace != nullptr) {
-        // The tensor whose move the target names: the dense one, or an array's first element
-        // that moves (its other elements may take other chains).
-        const Tensor* t = tensor_of(*v);
-        const kernel_key from = key_of(*first_input_move(info.rules(), s, *v, t, kernel)->source);
-        const std::string chain = plan_transform(from, *target).describe();
-        trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
-                                 t != nullptr ? chain : "first element that moves: " + chain,
-                                 stats_.bytes_copied - before.bytes_copied,
-                                 stats_.cache_hits > before.cache_hits});
-      }
-      if (child == nullptr) {
-        child = &p.scope_->new_scope();
-        ++stats_.child_scopes;
-      }
-      p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, made_for, transformed));
-    }
-  }
+  void move_inputs(prepared& p, std::size_t index, Scope*& child, op_trace* trace);
 
   // A copy of activation `v` for this operator alone (eager deletion): kept out of the transfer
   // cache, which would hold it, never to serve it again, past the release of its source.
   const Variable& own_copy(const operator_info& info, std::size_t slot, const Variable& v,
-                           const kernel_key& target, const kernel_key& kernel, std::uint64_t bytes_copied) {
-    Variable& value = *own_copies_.emplace_back(std::make_unique<Variable>(v.name()));
-    transform_input(info.rules(), slot, v, target, kernel, value);
-    std::uint64_t bytes = 0;
-    value.for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
-    ++stats_.transforms;
-    stats_.bytes_copied += bytes_copied;
-    stats_.bytes_transformed += bytes;
-    if (bytes_copied == 0) ++stats_.reorders;
-    copy_bytes_ += bytes;
-    return value;
-  }
+                           const kernel_key& target, const kernel_key& kernel, std::uint64_t bytes_copied);
 
   // The bytes that bringing input `v` of slot `slot` to the kernel copies between places.
   static std::uint64_t copied_bytes(const selection_rules& rules, std::size_t slot, const Variable& v,
-                                    const kernel_key& kernel) {
-    auto of = [&](const Tensor& t) -> std::uint64_t {
-      if (!t.initialized()) return 0;
-      const kernel_key to = input_target_key(rules, slot, key_of(t), kernel);
-      if (!needs_transform(key_of(t), to)) return 0;
-      const transform_plan& plan = plan_transform(key_of(t), to);
-      plan.check(t);  // the error the transform gives, before the bytes are counted
-      return plan.bytes_copied(t.dims());
-    };
-    if (!v.is<LoDTensorArray>()) return of(*tensor_of(v));
-    std::uint64_t bytes = 0;
-    for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += of(t);
-    return bytes;
-  }
+                                    const kernel_key& kernel);
 
   // The variable of the transfer scope that views `content` for source `v` and `target`:
   // made once per run; when the child already holds the name for another target (the
   // same variable in two slots, transformed differently), in a new scope below it.
   static Variable& local_for(std::vector<prepared::local>& locals, Scope& child, const Variable& v,
-                             const copy_key& target, const Variable& content) {
-    Scope* scope = &child;
-    for (const auto& [source, to, local, where] : locals) {
-      if (source != &v) continue;
-      if (to == target) return *local;
-      scope = where;  // taken for another target: go below the deepest one
-    }
-    if (scope->find_local(v.name()) != nullptr) scope = &scope->new_scope();
-    Variable& local = scope->var(v.name());
-    share_content(content, local);
-    locals.push_back({&v, target, &local, scope});
-    return local;
-  }
+                             const copy_key& target, const Variable& content);
 
   // The child variable views the cached content: it shares the buffers, copies nothing.
-  static void share_content(const Variable& from, Variable& to) {
-    if (from.is<LoDTensor>())
-      to.set(from.get<LoDTensor>());
-    else if (from.is<SelectedRows>())
-      to.set(from.get<SelectedRows>());
-    else
-      to.set(from.get<LoDTensorArray>());
-  }
+  static void share_content(const Variable& from, Variable& to);
 
   fluidk::place place_;
   transfer_cache cache_;
@@ -981,6 +543,544 @@ class Executor {
 };
 
 #if FLUIDK_DETAIL_RUNTIME_HERE
+namespace detail {
+// The executor's timing (Executor::time_runs) reads this clock.
+using executor_clock = std::chrono::steady_clock;
+inline std::uint64_t nanoseconds(executor_clock::duration d) noexcept {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+}  // namespace detail
+
+// The special members are compiled where the rest of the runtime is: a file that only holds an
+// executor and its prepared programs instantiates none of their members' containers.
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(transfer_cache&&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache& transfer_cache::operator=(transfer_cache&&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::~transfer_cache() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
+  entries_.clear();
+  lru_.clear();
+  bytes_ = 0;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::erase(
+    std::unordered_map<key, entry, key_hash>::iterator it) {
+  bytes_ -= it->second.bytes;
+  lru_.erase(it->second.position);
+  entries_.erase(it);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::Executor(fluidk::place where, std::size_t cache_bytes)
+    : place_(where), cache_(cache_bytes), registry_(&operator_registry::instance()) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::Executor(Executor&&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor& Executor::operator=(Executor&&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::~Executor() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared::prepared() = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared::prepared(prepared&&) noexcept = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared& Executor::prepared::operator=(prepared&&) noexcept =
+    default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared::~prepared() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared::control::~control() {
+  body.reset();
+  if (scope != nullptr && owns_scope) try {
+      parent->delete_scope(*scope);
+    } catch (const error&) {  // deleted with the scope's other children already
+    }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Variable& Executor::variable_named(Scope& scope, const std::string& name) {
+  Variable* v = scope.find_var(name);
+  return v != nullptr ? *v : scope.var(name);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::rebind(prepared& p) {
+  Scope& scope = *p.scope_;
+  make_locals(p);
+  for (std::size_t i = 0; i < p.input_variables_.size(); ++i)
+    p.input_variables_[i] = p.inputs_[i].variable = &variable_named(scope, p.input_names_[i]);
+  for (std::size_t i = 0; i < p.output_variables_.size(); ++i)
+    p.output_variables_[i] = &variable_named(scope, p.output_names_[i]);
+  for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+    prepared::op& o = p.ops_[k];
+    for (std::uint32_t i = 0; i < o.output_count; ++i)
+      p.args_[p.cold_[k].first_arg + o.input_count + i] = kernel_arg(p.output_variables_[o.first_output + i]);
+    o.entry = nullptr;
+    o.plain = false;
+  }
+  for (std::size_t a = 0; a < p.activations_.size(); ++a) {
+    p.activations_[a] = &variable_named(scope, p.activation_names_[a]);
+    p.own_[a] = scope.find_local(p.activation_names_[a]) == p.activations_[a];
+  }
+  p.names_version_ = scope.names_version();
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::make_locals(const prepared& p) {
+  for (const std::string& name : p.local_names_) p.scope_->var(name);
+}
+
+[[gnu::always_inline]] inline void Executor::run_op(prepared& p, std::size_t index) {
+  prepared::op& o = p.ops_[index];
+  // Rules 1 to 3 of kernel_choice.hpp are functions of the inputs' states, of the
+  // attributes (read at prepare) and of the fallback policy: while those are what they were
+  // at the last choice, so are the kernel and each input's target. The states are compared
+  // as they are read, without being stored: one tensor each, against each input's kept
+  // key (where every input had one), else all of them against the last list.
+  bool plain = o.plain && registry_->global_fallback_code() == o.policy && !instrumented_;
+  const prepared::input* in = p.inputs_.data() + o.first_input;
+  for (std::uint32_t i = 0; i < o.input_count && plain; ++i) {
+    const Tensor* t = tensor_of(*in[i].variable);
+    plain = t != nullptr && t->initialized() && in[i].same_key(*t);
+  }
+  if (!plain) [[unlikely]] {
+    run_op_slowly(p, index);
+    return;
+  }
+  run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                           {p.output_variables_.data() + o.first_output, o.output_count},
+                           {p.input_variables_.data() + o.first_input, o.input_count});
+  ++stats_.ops_run;
+}
+
+[[gnu::noinline]] FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_op_slowly(prepared& p, std::size_t index) {
+  prepared::op& o = p.ops_[index];
+  if (p.cold_[index].flow) {
+    run_control(p, index);
+    return;
+  }
+  const std::optional<fallback_policy> policy = registry_->global_fallback();
+  const bool same = o.entry != nullptr && policy_code(policy) == o.policy &&
+                    same_states(p, o, {p.inputs_.data() + o.first_input, o.input_count});
+  if (!same) {
+    choose(p, index, policy);
+  } else if (o.fell_back) {
+    registry_->note_fallback({o.info->name(), p.cold_[index].expected, o.chosen});  // counted every time
+  }
+  if (o.fell_back) ++stats_.fallbacks;
+  op_trace* trace =
+      trace_ != nullptr
+          ? &trace_->emplace_back(
+                op_trace{std::string(o.info->name()), p.cold_[index].expected, o.chosen, o.fell_back, {}})
+          : nullptr;
+  // An input that moves is read from its copy in a child scope, deleted when the operator
+  // is done, or fails.
+  // Copies made for this operator alone (eager deletion's) go with it.
+  Scope* child = nullptr;
+  struct child_guard {
+    Scope& parent;
+    Scope*& child;
+    std::vector<std::unique_ptr<Variable>>& own_copies;
+    ~child_guard() {
+      if (child != nullptr) parent.delete_scope(*child);
+      own_copies.clear();
+    }
+  } guard{*p.scope_, child, own_copies_};
+  if (!timing_) [[likely]] {
+    if (o.moves) move_inputs(p, index, child, trace);
+    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                             {p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count});
+  } else {
+    const auto start = detail::executor_clock::now();
+    if (o.moves) move_inputs(p, index, child, trace);
+    const auto moved = detail::executor_clock::now();
+    run_kernel_clearing_lods(*o.entry, p.contexts_[index],
+                             {p.output_variables_.data() + o.first_output, o.output_count},
+                             {p.input_variables_.data() + o.first_input, o.input_count});
+    stats_.transform_ns += detail::nanoseconds(moved - start);
+    stats_.kernel_ns += detail::nanoseconds(detail::executor_clock::now() - moved);
+  }
+  ++stats_.ops_run;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_t index) {
+  const prepared::op& o = p.ops_[index];
+  prepared::control& c = *p.cold_[index].flow;
+  const std::uint32_t* in = p.offsets_.data() + o.first_offset;
+  const std::uint32_t* out = in + o.input_slots + 1;
+  // Condition is the while's input slot 1, Cond the conditional_block's slot 0; StepScopes and
+  // Scope are output slot 1 of both.
+  const std::uint32_t slot = c.kind == control_kind::while_loop ? 1 : 0;
+  const std::span<Variable* const> conditions(p.input_variables_.data() + o.first_input + in[slot],
+                                              in[slot + 1] - in[slot]);
+  Variable* scopes = out[2] > out[1] ? p.output_variables_[o.first_output + out[1]] : nullptr;
+  const std::string_view name = o.info->name();
+  ++stats_.ops_run;
+  if (c.keep_scopes) drop_step_scopes(p, scopes);  // the last run's
+  // Traced: the operator's own entry, then its sub-block's runs; the entry counts them and
+  // lists the condition's copies to the host (found by index: the body's traces grow the list).
+  const std::size_t traced = trace_ != nullptr ? trace_->size() : no_trace;
+  if (trace_ != nullptr) {
+    const kernel_key none(place_, data_type::boolean, data_layout::any, library_type::plain);
+    trace_->push_back(op_trace{std::string(name), none, none, false, {}});
+  }
+  std::uint64_t step = 0;  // runs of the sub-block so far
+  struct count_runs {
+    std::vector<op_trace>* trace;
+    std::size_t traced;
+    const std::uint64_t& runs;
+    ~count_runs() {
+      if (trace != nullptr && traced < trace->size()) (*trace)[traced].block_runs = runs;
+    }
+  } counting{trace_, traced, step};
+  ++depth_;
+  try {
+    if (c.kind == control_kind::while_loop) {
+      while (condition_holds(name, "Condition", *conditions[0], traced)) {
+        if (max_steps_ != 0 && step >= max_steps_)
+          throw error("its condition '" + conditions[0]->name() + "' is still true after " +
+                      std::to_string(step) + " steps, the most Executor::set_max_steps allows");
+        run_step(p, c, scopes);
+        ++step;
+      }
+    } else {
+      bool holds = true;
+      if (c.scalar) {
+        holds = condition_holds(name, "Cond", *conditions[0], traced);
+      } else {
+        for (const Variable* v : conditions) {
+          const Tensor* t = tensor_of(*v);
+          holds = holds && t != nullptr && t->initialized() && t->numel() != 0;
+        }
+      }
+      if (holds) {
+        run_step(p, c, scopes);
+        ++step;
+      }
+    }
+    --depth_;
+  } catch (const error& e) {
+    --depth_;
+    abandon_steps(p, c, scopes);
+    detail::rethrow_in_context(
+        e, "operator '" + std::string(name) + "' (block " + std::to_string(c.block) +
+               (c.kind == control_kind::while_loop ? "), step " + std::to_string(step + 1) : ")"));
+  } catch (...) {
+    --depth_;
+    abandon_steps(p, c, scopes);
+    throw;
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_step(prepared& p, prepared::control& c, Variable* scopes) {
+  prepared& body = *c.body;
+  if (c.keep_scopes) {
+    Scope& step = p.scope_->new_scope();
+    scopes->get_mutable<StepScopes>().scopes.push_back(&step);
+    reseat(body, step);
+  } else {
+    for (const std::string& name : c.fresh)
+      if (Variable* v = c.scope->find_local(name)) release(*v);
+  }
+  ++stats_.block_runs;
+  run(body);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::reseat(prepared& body, Scope& step) {
+  body.scope_ = &step;
+  rebind(body);
+  for (prepared::cold& c : body.cold_)
+    if (c.flow) {
+      prepared::control& inner = *c.flow;
+      inner.parent = &step;
+      inner.scope = &step.new_scope();
+      inner.owns_scope = false;
+      reseat(*inner.body, *inner.scope);
+    }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::abandon_steps(prepared& p, prepared::control& c,
+                                                           Variable* scopes) noexcept {
+  if (c.keep_scopes) {
+    drop_step_scopes(p, scopes);
+  } else {
+    for (const std::string& name : c.body->local_names_)
+      if (Variable* v = c.scope->find_local(name)) release(*v);
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::drop_step_scopes(prepared& p, Variable* scopes) noexcept {
+  if (scopes == nullptr || !scopes->is<StepScopes>()) return;
+  for (Scope* step : scopes->get_mutable<StepScopes>().scopes) {
+    try {
+      p.scope_->delete_scope(*step);
+    } catch (const error&) {  // deleted with the scope's other children already
+    }
+  }
+  scopes->get_mutable<StepScopes>().scopes.clear();
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool Executor::condition_holds(std::string_view op, std::string_view slot,
+                                                             const Variable& v, std::size_t traced) {
+  const Tensor* t = v.is<LoDTensor>() ? &v.get<LoDTensor>() : nullptr;
+  if (t == nullptr || !t->initialized() || t->dtype() != data_type::boolean || t->numel() != 1) [[unlikely]]
+    bad_condition(op, slot, v, t);
+  if (t->place().host_accessible()) [[likely]]
+    return *t->data<bool>();
+  const kernel_key from = key_of(*t);
+  const kernel_key to(cpu_place, data_type::boolean, t->layout(), library_type::plain);
+  const Tensor host = detail::preparing_input(op, slot, v.name(), to, [&] { return transform(*t, to); });
+  const std::uint64_t bytes = plan_transform(from, to).bytes_copied(t->dims());
+  ++stats_.condition_copies;
+  stats_.bytes_copied += bytes;
+  if (traced != no_trace && trace_ != nullptr && traced < trace_->size())
+    (*trace_)[traced].inputs.push_back(
+        {std::string(slot), v.name(), from, to, plan_transform(from, to).describe(), bytes, false});
+  return *host.data<bool>();
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::bad_condition(
+    std::string_view op, std::string_view slot, const Variable& v, const Tensor* t) {
+  std::string holds;
+  if (t == nullptr)
+    holds = std::string(name_of(v.kind()));
+  else if (!t->initialized())
+    holds = "an empty tensor";
+  else
+    holds = std::string(name_of(t->dtype())) + " tensor of dims " + t->dims().to_string();
+  throw error("operator '" + std::string(op) + "' input " + std::string(slot) + " ('" + v.name() +
+              "'): a condition is a bool tensor of one element; it holds " + holds);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_instrumented(prepared& p) {
+  const auto start = timing_ ? detail::executor_clock::now() : detail::executor_clock::time_point{};
+  const std::size_t count = p.ops_.size();
+  if (p.counting_) {
+    begin_count(p);
+    for (std::size_t i = 0; i < count; ++i) {
+      copy_bytes_ = 0;
+      run_op(p, i);
+      after_op(p, i);
+    }
+    stats_.live_bytes = p.live_;
+  } else {
+    for (std::size_t i = 0; i < count; ++i) run_op(p, i);
+  }
+  if (timing_ && depth_ == 0) stats_.run_ns += detail::nanoseconds(detail::executor_clock::now() - start);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::begin_count(prepared& p) {
+  p.storages_.clear();
+  p.live_ = 0;
+  for (std::size_t a = 0; a < p.activations_.size(); ++a) {
+    p.counted_[a].clear();
+    if (p.own_[a]) count_storages(p, a);
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::size_t a) {
+  uncount_storages(p, a);
+  p.activations_[a]->for_each_tensor([&](const Tensor& t) {
+    const std::uint64_t id = t.storage_id();
+    if (id == 0) return;
+    p.counted_[a].push_back(id);
+    auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{t.storage_bytes(), 0});
+    if (made) p.live_ += it->second.bytes;
+    ++it->second.holders;
+  });
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::uncount_storages(prepared& p, std::size_t a) {
+  for (const std::uint64_t id : p.counted_[a]) {
+    const auto it = p.storages_.find(id);
+    if (--it->second.holders == 0) {
+      p.live_ -= it->second.bytes;
+      p.storages_.erase(it);
+    }
+  }
+  p.counted_[a].clear();
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t index) {
+  const prepared::op& o = p.ops_[index];
+  for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
+    const std::int32_t a = p.output_activation_[i];
+    if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
+  }
+  if (p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
+    stats_.peak_activation_bytes = p.live_ + copy_bytes_;
+  if (!p.eager_) return;
+  for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
+    const std::uint32_t a = p.released_[r];
+    if (!p.own_[a]) continue;
+    uncount_storages(p, a);
+    release(*p.activations_[a]);
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::release(Variable& v) {
+  if (v.is<LoDTensor>())
+    v.set(LoDTensor());
+  else if (v.is<SelectedRows>())
+    v.set(SelectedRows());
+  else if (v.is<LoDTensorArray>())
+    v.set(LoDTensorArray());
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE execution_context Executor::context_for(prepared& p, std::size_t index) {
+  const prepared::op& o = p.ops_[index];
+  const prepared::cold& c = p.cold_[index];
+  const operator_info& info = *o.info;
+  kernel_arg* args = p.args_.data() + c.first_arg;
+  const std::uint32_t* offsets = p.offsets_.data() + o.first_offset;
+  return execution_context(info.name(), info.inputs(), info.outputs(),
+                           o.context != nullptr ? *o.context : context_of(cpu_place), o.chosen,
+                           {{args, o.input_count}, {offsets, std::size_t(o.input_slots) + 1}},
+                           {{args + o.input_count, o.output_count},
+                            {offsets + o.input_slots + 1, std::size_t(o.output_slots) + 1}},
+                           c.attrs);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool Executor::same_states(const prepared& p, const prepared::op& o,
+                                                         std::span<const prepared::input> ins) {
+  const prepared::cold& c = p.cold_[std::size_t(&o - p.ops_.data())];
+  const std::vector<input_state>& last = c.last_states;
+  std::size_t seen = 0;
+  bool same = true;
+  for (std::size_t i = 0; i < ins.size() && same; ++i) {
+    for_each_input_state(*ins[i].variable, ins[i].slot, [&](const input_state& state) {
+      same = same && seen < last.size() && last[seen] == state;
+      ++seen;
+    });
+    same = same && seen == c.state_ends[i];
+  }
+  return same && seen == last.size();
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::choose(prepared& p, std::size_t index,
+                                                    std::optional<fallback_policy> policy) {
+  prepared::op& o = p.ops_[index];
+  prepared::cold& c = p.cold_[index];
+  const operator_info& info = *o.info;
+  const std::span<prepared::input> ins(p.inputs_.data() + o.first_input, o.input_count);
+  c.last_states.clear();
+  c.state_ends.clear();
+  o.entry = nullptr;  // until a kernel is chosen: a choice that throws leaves none
+  o.plain = false;
+  o.one_state_each = true;
+  for (prepared::input& in : ins) {
+    const std::size_t before = c.last_states.size();
+    append_input_states(in.variable, in.slot, c.last_states);
+    c.state_ends.push_back(std::uint32_t(c.last_states.size()));
+    o.one_state_each = o.one_state_each && c.last_states.size() == before + 1;
+    if (c.last_states.size() == before + 1) in.keep(c.last_states.back().key);
+  }
+  c.expected = expected_kernel_key(info, c.last_states, c.request);
+  const kernel_choice choice = choose_kernel(info, c.expected);
+  o.context = &kernel_context_of(info, choice.chosen, c.request);
+  o.chosen = choice.chosen;
+  o.fell_back = choice.fell_back;
+  o.policy = policy_code(policy);
+  o.moves = false;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    c.targets[i] = input_transform_target(info.rules(), ins[i].slot, *ins[i].variable,
+                                          tensor_of(*ins[i].variable), o.chosen);
+    o.moves = o.moves || c.targets[i].has_value();
+    p.args_[c.first_arg + i] = kernel_arg(ins[i].variable);
+  }
+  p.contexts_[index] = context_for(p, index);
+  o.entry = choice.entry;
+  o.plain = o.one_state_each && !o.fell_back && !o.moves;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::move_inputs(prepared& p, std::size_t index, Scope*& child,
+                                                         op_trace* trace) {
+  const prepared::op& o = p.ops_[index];
+  prepared::cold& c = p.cold_[index];
+  const operator_info& info = *o.info;
+  const kernel_key& kernel = o.chosen;
+  c.locals.clear();
+  for (std::size_t i = 0; i < o.input_count; ++i) {
+    const std::optional<kernel_key>& target = c.targets[i];
+    if (!target) continue;
+    Variable* v = p.inputs_[o.first_input + i].variable;
+    const std::size_t s = p.inputs_[o.first_input + i].slot;
+    const copy_key made_for = copy_key::of(info.rules(), s, *v, *target, kernel);
+    const executor_stats before = stats_;
+    const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
+      const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
+      if (!c.uncached.empty() && c.uncached[i]) return own_copy(info, s, *v, *target, kernel, bytes);
+      return cache_.get(*v, made_for, bytes, stats_,
+                        [&](Variable& into) { transform_input(info.rules(), s, *v, *target, kernel, into); });
+    });
+    if (trace != nullptr) {
+      // The tensor whose move the target names: the dense one, or an array's first element
+      // that moves (its other elements may take other chains).
+      const Tensor* t = tensor_of(*v);
+      const kernel_key from = key_of(*first_input_move(info.rules(), s, *v, t, kernel)->source);
+      const std::string chain = plan_transform(from, *target).describe();
+      trace->inputs.push_back({std::string(info.inputs()[s]), v->name(), from, *target,
+                               t != nullptr ? chain : "first element that moves: " + chain,
+                               stats_.bytes_copied - before.bytes_copied,
+                               stats_.cache_hits > before.cache_hits});
+    }
+    if (child == nullptr) {
+      child = &p.scope_->new_scope();
+      ++stats_.child_scopes;
+    }
+    p.args_[c.first_arg + i] = kernel_arg(&local_for(c.locals, *child, *v, made_for, transformed));
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const Variable& Executor::own_copy(const operator_info& info, std::size_t slot,
+                                                                 const Variable& v, const kernel_key& target,
+                                                                 const kernel_key& kernel,
+                                                                 std::uint64_t bytes_copied) {
+  Variable& value = *own_copies_.emplace_back(std::make_unique<Variable>(v.name()));
+  transform_input(info.rules(), slot, v, target, kernel, value);
+  std::uint64_t bytes = 0;
+  value.for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+  ++stats_.transforms;
+  stats_.bytes_copied += bytes_copied;
+  stats_.bytes_transformed += bytes;
+  if (bytes_copied == 0) ++stats_.reorders;
+  copy_bytes_ += bytes;
+  return value;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::uint64_t Executor::copied_bytes(const selection_rules& rules,
+                                                                   std::size_t slot, const Variable& v,
+                                                                   const kernel_key& kernel) {
+  auto of = [&](const Tensor& t) -> std::uint64_t {
+    if (!t.initialized()) return 0;
+    const kernel_key to = input_target_key(rules, slot, key_of(t), kernel);
+    if (!needs_transform(key_of(t), to)) return 0;
+    const transform_plan& plan = plan_transform(key_of(t), to);
+    plan.check(t);  // the error the transform gives, before the bytes are counted
+    return plan.bytes_copied(t.dims());
+  };
+  if (!v.is<LoDTensorArray>()) return of(*tensor_of(v));
+  std::uint64_t bytes = 0;
+  for (const LoDTensor& t : v.get<LoDTensorArray>()) bytes += of(t);
+  return bytes;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Variable& Executor::local_for(std::vector<prepared::local>& locals,
+                                                            Scope& child, const Variable& v,
+                                                            const copy_key& target, const Variable& content) {
+  Scope* scope = &child;
+  for (const auto& [source, to, local, where] : locals) {
+    if (source != &v) continue;
+    if (to == target) return *local;
+    scope = where;  // taken for another target: go below the deepest one
+  }
+  if (scope->find_local(v.name()) != nullptr) scope = &scope->new_scope();
+  Variable& local = scope->var(v.name());
+  share_content(content, local);
+  locals.push_back({&v, target, &local, scope});
+  return local;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::share_content(const Variable& from, Variable& to) {
+  if (from.is<LoDTensor>())
+    to.set(from.get<LoDTensor>());
+  else if (from.is<SelectedRows>())
+    to.set(from.get<SelectedRows>());
+  else
+    to.set(from.get<LoDTensorArray>());
+}
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
                                                                    Scope& scope, const BlockDesc* block,
                                                                    const prepare_options& options) const {

@@ -29,6 +29,7 @@
 
 #include "fluidk/detail/fallback_log.hpp"
 #include "fluidk/detail/name_index.hpp"
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/execution_context.hpp"
 #include "fluidk/kernel_choice.hpp"
@@ -42,13 +43,7 @@ struct kernel_entry {
   const void* kernel;
 
   // An error the kernel lets out names the operator and the kernel (rethrow_naming_operator).
-  void operator()(execution_context& context) const {
-    try {
-      detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
-    } catch (...) {
-      detail::rethrow_naming_operator(context);
-    }
-  }
+  void operator()(execution_context& context) const;
 };
 
 class operator_info;
@@ -71,22 +66,7 @@ class operator_info {
                 std::span<const std::string_view> outputs, const selection_rules& rules,
                 std::string_view data_type_attribute, const std::type_info& type, std::string (*type_name)(),
                 infer_var_type_function infer_var_type, std::vector<kernel_entry> kernels,
-                control_kind control = control_kind::none)
-      : name_(name),
-        inputs_(inputs),
-        outputs_(outputs),
-        rules_(rules),
-        data_type_attribute_(data_type_attribute),
-        type_(&type),
-        type_name_(type_name),
-        infer_var_type_(infer_var_type),
-        entries_(std::move(kernels)),
-        control_(control) {
-    if (entries_.size() >= no_entry)
-      throw registration_error("operator '" + std::string(name_) + "' has " +
-                               std::to_string(entries_.size()) + " kernels; at most " +
-                               std::to_string(no_entry - 1) + " are supported");
-  }
+                control_kind control = control_kind::none);
   // The most kernels an operator may have (the runtime table holds 16-bit indices).
   static constexpr std::size_t max_kernels = 0xfffe;
 
@@ -122,32 +102,11 @@ class operator_info {
     std::size_t index;
     bool fell_back;
   };
-  match lookup(const kernel_key& expected, fallback_policy policy) const {
-    const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
-    if (sub == nullptr) [[unlikely]]
-      sub = &build_table(expected.place().kind(), nullptr);
-    const std::size_t i = expected.ordinal_in_kind();
-    if (i >= sub->size) [[unlikely]]
-      return lookup_outside(expected, policy, sub);
-    const table_entry& e = sub->entries()[i];
-    if (e.exact == unknown) [[unlikely]]
-      return lookup_outside(expected, policy, sub);
-    const std::uint16_t k = policy == fallback_policy::cpu      ? e.with_cpu_fallback
-                            : policy == fallback_policy::strict ? e.exact
-                                                                : e.library_fallback;
-    return {k == no_entry ? selection_rules::none : std::size_t(k), e.exact == no_entry && k != no_entry};
-  }
+  match lookup(const kernel_key& expected, fallback_policy policy) const;
 
-  std::string registered_keys() const {
-    std::string out;
-    for (const kernel_entry& e : entries_) out += (out.empty() ? "" : ", ") + e.key.to_string();
-    return out.empty() ? "none" : out;
-  }
+  std::string registered_keys() const;
 
-  ~operator_info() {
-    for (auto& t : tables_) subtable::destroy(t.load(std::memory_order_relaxed));
-    for (const subtable* t : retired_) subtable::destroy(t);
-  }
+  ~operator_info();
   operator_info(const operator_info&) = delete;
   operator_info& operator=(const operator_info&) = delete;
 
@@ -182,57 +141,17 @@ class operator_info {
   };
   static_assert(alignof(table_entry) <= alignof(subtable) && std::is_trivially_destructible_v<table_entry>);
 
-  match choose(const kernel_key& expected, fallback_policy policy) const {
-    const std::size_t exact = choose_registered_kernel(rules_.keys, expected, fallback_policy::strict).index;
-    const std::size_t i = choose_registered_kernel(rules_.keys, expected, policy).index;
-    return {i, exact == selection_rules::none && i != selection_rules::none};
-  }
+  match choose(const kernel_key& expected, fallback_policy policy) const;
 
   // A key the table does not answer: its layout or library was registered after the table was
   // built (the table is rebuilt to take it in), or never registered (chosen directly).
-  match lookup_outside(const kernel_key& expected, fallback_policy policy, const subtable* seen) const {
-    const subtable& sub = build_table(expected.place().kind(), seen);
-    const std::size_t i = expected.ordinal_in_kind();
-    if (i < sub.size && sub.entries()[i].exact != unknown) return lookup(expected, policy);
-    return choose(expected, policy);
-  }
+  match lookup_outside(const kernel_key& expected, fallback_policy policy, const subtable* seen) const;
 
   // Fills the table of one place kind by asking rule 2 for every key of that kind, over the
   // layouts and libraries registered now. Rebuilds it when `stale` is the one in place and
   // more have been registered since; a replaced table is kept until the operator goes, as
   // lookups may still read it.
-  const subtable& build_table(const place_kind_info& kind, const subtable* stale) const {
-    const std::lock_guard lock(table_mutex_);
-    std::atomic<const subtable*>& slot = tables_[kind.id];
-    const subtable* built = slot.load(std::memory_order_acquire);
-    const auto& layouts = detail::layout_registry();
-    const auto& libraries = detail::library_registry();
-    if (built != nullptr &&
-        (built != stale || (built->layouts >= layouts.extent() && built->libraries >= libraries.extent())))
-      return *built;
-    retired_.reserve(retired_.size() + 1);  // so that keeping the old table cannot fail below
-    subtable* sub = subtable::create(layouts.extent(), libraries.extent());
-    const place where(kind, 0);
-    for (std::size_t i = 0; i < sub->size; ++i) {
-      const layout_info* layout = layouts.find(i / data_type_count / max_libraries);
-      const library_info* library = libraries.find(i / data_type_count % max_libraries);
-      if (layout == nullptr || library == nullptr) {
-        sub->entries()[i] = {unknown, unknown, unknown};
-        continue;
-      }
-      const kernel_key key(where, data_type(i % data_type_count), data_layout(*layout),
-                           library_type(*library));
-      auto index = [&](fallback_policy policy) {
-        const std::size_t k = choose_registered_kernel(rules_.keys, key, policy).index;
-        return k == selection_rules::none ? no_entry : std::uint16_t(k);
-      };
-      sub->entries()[i] = {index(fallback_policy::strict), index(fallback_policy::none),
-                           index(fallback_policy::cpu)};
-    }
-    if (built != nullptr) retired_.push_back(built);
-    slot.store(sub, std::memory_order_release);
-    return *sub;
-  }
+  const subtable& build_table(const place_kind_info& kind, const subtable* stale) const;
 
   std::string_view name_;
   std::span<const std::string_view> inputs_, outputs_;
@@ -252,6 +171,11 @@ class operator_info {
 class operator_registry {
  public:
   // Inline, so that a call's lookup does not pay a call for it.
+  operator_registry();
+  ~operator_registry();
+  operator_registry(const operator_registry&) = delete;
+  operator_registry& operator=(const operator_registry&) = delete;
+
   [[gnu::always_inline]] static operator_registry& instance() {
     static operator_registry registry;
     return registry;
@@ -262,48 +186,19 @@ class operator_registry {
   // same type again returns the same info. Another type under a name already taken is a
   // registration_error naming both.
   const operator_info& add(std::string_view name, const std::type_info& type, std::string (*type_name)(),
-                           std::unique_ptr<operator_info> (*make)()) {
-    const std::unique_lock lock(mutex_);
-    auto& slot = operators_[std::string(name)];
-    if (!slot) {
-      slot = make();
-      index_.insert(name, slot.get());
-    } else if (slot->type() != type) {
-      throw registration_error("operator name '" + std::string(name) + "' is taken by " + slot->type_name() +
-                               "; cannot register " + type_name() + " under it");
-    }
-    return *slot;
-  }
+                           std::unique_ptr<operator_info> (*make)());
 
   // The operator registered under `name`, or nullptr. Takes no lock: a name index that
   // registrations publish atomically (detail::name_index), so that a by-name call costs a hash
   // and a probe even while another thread registers.
-  const operator_info* find(std::string_view name) const {
-    detail::startup_errors::instance().check();
-    return index_.find(name);
-  }
+  const operator_info* find(std::string_view name) const;
 
-  const operator_info& get(std::string_view name) const {
-    if (const operator_info* op = find(name)) return *op;
-    throw not_registered("unknown operator '" + std::string(name) + "'; registered: " + names());
-  }
+  const operator_info& get(std::string_view name) const;
 
-  std::string names() const {
-    const std::shared_lock lock(mutex_);
-    std::string out;
-    for (const auto& [name, _] : operators_) out += (out.empty() ? "" : ", ") + name;
-    return out.empty() ? "none" : out;
-  }
+  std::string names() const;
 
   // Every registered (operator, kernel key), in name and key order.
-  std::vector<std::pair<std::string, kernel_key>> list() const {
-    const std::shared_lock lock(mutex_);
-    std::vector<std::pair<std::string, kernel_key>> out;
-    for (const auto& [name, op] : operators_)
-      for (const kernel_entry& e : op->kernels()) out.emplace_back(name, e.key);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
+  std::vector<std::pair<std::string, kernel_key>> list() const;
 
   // Global fallback policy: when set, it replaces every operator's own, from the next call
   // on (prepared programs included).
@@ -322,14 +217,10 @@ class operator_registry {
 
   // Called once per (operator, expected key) that falls back, on either path; by default one
   // line on stderr. The reporter runs outside every lock: it may call back into the registry.
-  void set_fallback_reporter(std::function<void(const fallback_event&)> reporter) {
-    detail::fallback_log::instance().set_reporter(std::move(reporter));
-  }
+  void set_fallback_reporter(std::function<void(const fallback_event&)> reporter);
   void note_fallback(const fallback_event& event) { detail::fallback_log::instance().note(event); }
   // How many calls fell back, on either path (the static path counts too).
-  std::size_t fallback_count(std::string_view op, const kernel_key& expected) const {
-    return detail::fallback_log::instance().count(op, expected);
-  }
+  std::size_t fallback_count(std::string_view op, const kernel_key& expected) const;
 
  private:
   // Registration and listing: the map owns the operators, in name order, under the mutex;
@@ -339,6 +230,170 @@ class operator_registry {
   detail::name_index<operator_info> index_;
   std::atomic<int> global_fallback_{-1};
 };
+
+// Compiled where the runtime is (fluidk/detail/runtime_linkage.hpp): a file that includes the
+// registry to name its types instantiates none of its tables, maps and name index.
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_registry::operator_registry() = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_registry::~operator_registry() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_info::operator_info(
+    std::string_view name, std::span<const std::string_view> inputs,
+    std::span<const std::string_view> outputs, const selection_rules& rules,
+    std::string_view data_type_attribute, const std::type_info& type, std::string (*type_name)(),
+    infer_var_type_function infer_var_type, std::vector<kernel_entry> kernels, control_kind control)
+    : name_(name),
+      inputs_(inputs),
+      outputs_(outputs),
+      rules_(rules),
+      data_type_attribute_(data_type_attribute),
+      type_(&type),
+      type_name_(type_name),
+      infer_var_type_(infer_var_type),
+      entries_(std::move(kernels)),
+      control_(control) {
+  if (entries_.size() >= no_entry)
+    throw registration_error("operator '" + std::string(name_) + "' has " + std::to_string(entries_.size()) +
+                             " kernels; at most " + std::to_string(no_entry - 1) + " are supported");
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_info::match operator_info::lookup(const kernel_key& expected,
+                                                                         fallback_policy policy) const {
+  const subtable* sub = tables_[expected.place().kind_id()].load(std::memory_order_acquire);
+  if (sub == nullptr) [[unlikely]]
+    sub = &build_table(expected.place().kind(), nullptr);
+  const std::size_t i = expected.ordinal_in_kind();
+  if (i >= sub->size) [[unlikely]]
+    return lookup_outside(expected, policy, sub);
+  const table_entry& e = sub->entries()[i];
+  if (e.exact == unknown) [[unlikely]]
+    return lookup_outside(expected, policy, sub);
+  const std::uint16_t k = policy == fallback_policy::cpu      ? e.with_cpu_fallback
+                          : policy == fallback_policy::strict ? e.exact
+                                                              : e.library_fallback;
+  return {k == no_entry ? selection_rules::none : std::size_t(k), e.exact == no_entry && k != no_entry};
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string operator_info::registered_keys() const {
+  std::string out;
+  for (const kernel_entry& e : entries_) out += (out.empty() ? "" : ", ") + e.key.to_string();
+  return out.empty() ? "none" : out;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_info::~operator_info() {
+  for (auto& t : tables_) subtable::destroy(t.load(std::memory_order_relaxed));
+  for (const subtable* t : retired_) subtable::destroy(t);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_info::match operator_info::choose(const kernel_key& expected,
+                                                                         fallback_policy policy) const {
+  const std::size_t exact = choose_registered_kernel(rules_.keys, expected, fallback_policy::strict).index;
+  const std::size_t i = choose_registered_kernel(rules_.keys, expected, policy).index;
+  return {i, exact == selection_rules::none && i != selection_rules::none};
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE operator_info::match operator_info::lookup_outside(const kernel_key& expected,
+                                                                                 fallback_policy policy,
+                                                                                 const subtable* seen) const {
+  const subtable& sub = build_table(expected.place().kind(), seen);
+  const std::size_t i = expected.ordinal_in_kind();
+  if (i < sub.size && sub.entries()[i].exact != unknown) return lookup(expected, policy);
+  return choose(expected, policy);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const operator_info::subtable& operator_info::build_table(
+    const place_kind_info& kind, const subtable* stale) const {
+  const std::lock_guard lock(table_mutex_);
+  std::atomic<const subtable*>& slot = tables_[kind.id];
+  const subtable* built = slot.load(std::memory_order_acquire);
+  const auto& layouts = detail::layout_registry();
+  const auto& libraries = detail::library_registry();
+  if (built != nullptr &&
+      (built != stale || (built->layouts >= layouts.extent() && built->libraries >= libraries.extent())))
+    return *built;
+  retired_.reserve(retired_.size() + 1);  // so that keeping the old table cannot fail below
+  subtable* sub = subtable::create(layouts.extent(), libraries.extent());
+  const place where(kind, 0);
+  for (std::size_t i = 0; i < sub->size; ++i) {
+    const layout_info* layout = layouts.find(i / data_type_count / max_libraries);
+    const library_info* library = libraries.find(i / data_type_count % max_libraries);
+    if (layout == nullptr || library == nullptr) {
+      sub->entries()[i] = {unknown, unknown, unknown};
+      continue;
+    }
+    const kernel_key key(where, data_type(i % data_type_count), data_layout(*layout), library_type(*library));
+    auto index = [&](fallback_policy policy) {
+      const std::size_t k = choose_registered_kernel(rules_.keys, key, policy).index;
+      return k == selection_rules::none ? no_entry : std::uint16_t(k);
+    };
+    sub->entries()[i] = {index(fallback_policy::strict), index(fallback_policy::none),
+                         index(fallback_policy::cpu)};
+  }
+  if (built != nullptr) retired_.push_back(built);
+  slot.store(sub, std::memory_order_release);
+  return *sub;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const operator_info& operator_registry::add(
+    std::string_view name, const std::type_info& type, std::string (*type_name)(),
+    std::unique_ptr<operator_info> (*make)()) {
+  const std::unique_lock lock(mutex_);
+  auto& slot = operators_[std::string(name)];
+  if (!slot) {
+    slot = make();
+    index_.insert(name, slot.get());
+  } else if (slot->type() != type) {
+    throw registration_error("operator name '" + std::string(name) + "' is taken by " + slot->type_name() +
+                             "; cannot register " + type_name() + " under it");
+  }
+  return *slot;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const operator_info* operator_registry::find(std::string_view name) const {
+  detail::startup_errors::instance().check();
+  return index_.find(name);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const operator_info& operator_registry::get(std::string_view name) const {
+  if (const operator_info* op = find(name)) return *op;
+  throw not_registered("unknown operator '" + std::string(name) + "'; registered: " + names());
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::string operator_registry::names() const {
+  const std::shared_lock lock(mutex_);
+  std::string out;
+  for (const auto& [name, _] : operators_) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "none" : out;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::vector<std::pair<std::string, kernel_key>> operator_registry::list()
+    const {
+  const std::shared_lock lock(mutex_);
+  std::vector<std::pair<std::string, kernel_key>> out;
+  for (const auto& [name, op] : operators_)
+    for (const kernel_entry& e : op->kernels()) out.emplace_back(name, e.key);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void operator_registry::set_fallback_reporter(
+    std::function<void(const fallback_event&)> reporter) {
+  detail::fallback_log::instance().set_reporter(std::move(reporter));
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::size_t operator_registry::fallback_count(
+    std::string_view op, const kernel_key& expected) const {
+  return detail::fallback_log::instance().count(op, expected);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void kernel_entry::operator()(execution_context& context) const {
+  try {
+    detail::run_kernel([this](execution_context& c) { call(kernel, c); }, context);
+  } catch (...) {
+    detail::rethrow_naming_operator(context);
+  }
+}
+#endif
 
 inline const operator_info& find_operator(std::string_view name) {
   return operator_registry::instance().get(name);

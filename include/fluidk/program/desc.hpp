@@ -17,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -35,10 +34,15 @@
 
 #include "fluidk/attribute.hpp"
 #include "fluidk/detail/request_attributes.hpp"
+#include "fluidk/detail/runtime_linkage.hpp"
 #include "fluidk/dtype.hpp"
 #include "fluidk/error.hpp"
 #include "fluidk/operator_registry.hpp"
 #include "fluidk/variable.hpp"
+
+#if FLUIDK_DETAIL_RUNTIME_HERE
+#include <cmath>
+#endif
 
 namespace fluidk {
 
@@ -73,6 +77,8 @@ std::string text_cat(const Parts&... parts) {
 
 // Attribute equality in which NaN equals NaN, so that programs compare equal to their text
 // round trip.
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool same_attributes(const attribute_map& a, const attribute_map& b);
+#if FLUIDK_DETAIL_RUNTIME_HERE
 template <class T>
 bool same_value(const T& a, const T& b) {
   if constexpr (std::is_floating_point_v<T>)
@@ -85,7 +91,7 @@ bool same_value(const std::vector<T>& a, const std::vector<T>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const T& x, const T& y) { return same_value(x, y); });
 }
-inline bool same_attributes(const attribute_map& a, const attribute_map& b) {
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool same_attributes(const attribute_map& a, const attribute_map& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
     return x.first == y.first && x.second.index() == y.second.index() &&
            std::visit(
@@ -95,6 +101,7 @@ inline bool same_attributes(const attribute_map& a, const attribute_map& b) {
                x.second);
   });
 }
+#endif
 
 template <class Range>
 std::string join_slots(const Range& slots) {
@@ -109,11 +116,12 @@ class OpDesc {
  public:
   OpDesc() = default;
   explicit OpDesc(std::string type) : type_(std::move(type)) {}
-  OpDesc(std::string type, slot_map inputs, slot_map outputs, attribute_map attrs = {})
-      : type_(std::move(type)),
-        inputs_(std::move(inputs)),
-        outputs_(std::move(outputs)),
-        attrs_(std::move(attrs)) {}
+  OpDesc(std::string type, slot_map inputs, slot_map outputs, attribute_map attrs = {});
+  OpDesc(const OpDesc&);
+  OpDesc(OpDesc&&) noexcept;
+  OpDesc& operator=(const OpDesc&);
+  OpDesc& operator=(OpDesc&&) noexcept;
+  ~OpDesc();
 
   const std::string& type() const noexcept { return type_; }
   void set_type(std::string type) { type_ = std::move(type); }
@@ -160,34 +168,56 @@ class OpDesc {
     return set_attr(name, attribute(std::string(value)));
   }
 
-  friend bool operator==(const OpDesc& a, const OpDesc& b) {
-    return a.type_ == b.type_ && a.inputs_ == b.inputs_ && a.outputs_ == b.outputs_ &&
-           detail::same_attributes(a.attrs_, b.attrs_);
-  }
+  friend bool operator==(const OpDesc& a, const OpDesc& b);
 
  private:
-  const std::vector<std::string>& get(const slot_map& slots, std::string_view slot, const char* what) const {
-    const auto it = slots.find(slot);
-    if (it == slots.end()) {
-      std::string have;
-      for (const auto& [name, _] : slots) have += (have.empty() ? "'" : ", '") + name + "'";
-      throw error("operator '" + type_ + "' has no " + what + " slot '" + std::string(slot) + "'; it has " +
-                  (have.empty() ? std::string("none") : have));
-    }
-    return it->second;
-  }
-  static void set(slot_map& slots, std::string_view slot, std::vector<std::string> names) {
-    const auto it = slots.find(slot);
-    if (it != slots.end())
-      it->second = std::move(names);
-    else
-      slots.emplace(std::string(slot), std::move(names));
-  }
+  const std::vector<std::string>& get(const slot_map& slots, std::string_view slot, const char* what) const;
+  static void set(slot_map& slots, std::string_view slot, std::vector<std::string> names);
 
   std::string type_;
   slot_map inputs_, outputs_;
   attribute_map attrs_;
 };
+
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::OpDesc(std::string type, slot_map inputs, slot_map outputs,
+                                             attribute_map attrs)
+    : type_(std::move(type)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)),
+      attrs_(std::move(attrs)) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::OpDesc(const OpDesc&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::OpDesc(OpDesc&&) noexcept = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& OpDesc::operator=(const OpDesc&) = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& OpDesc::operator=(OpDesc&&) noexcept = default;
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::~OpDesc() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool operator==(const OpDesc& a, const OpDesc& b) {
+  return a.type_ == b.type_ && a.inputs_ == b.inputs_ && a.outputs_ == b.outputs_ &&
+         detail::same_attributes(a.attrs_, b.attrs_);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const std::vector<std::string>& OpDesc::get(const slot_map& slots,
+                                                                          std::string_view slot,
+                                                                          const char* what) const {
+  const auto it = slots.find(slot);
+  if (it == slots.end()) {
+    std::string have;
+    for (const auto& [name, _] : slots) have += (have.empty() ? "'" : ", '") + name + "'";
+    throw error("operator '" + type_ + "' has no " + what + " slot '" + std::string(slot) + "'; it has " +
+                (have.empty() ? std::string("none") : have));
+  }
+  return it->second;
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE void OpDesc::set(slot_map& slots, std::string_view slot,
+                                               std::vector<std::string> names) {
+  const auto it = slots.find(slot);
+  if (it != slots.end())
+    it->second = std::move(names);
+  else
+    slots.emplace(std::string(slot), std::move(names));
+}
+#endif
 
 class ProgramDesc;
 
@@ -207,31 +237,15 @@ class BlockDesc {
   // A copy is a block of no program: its variables and operators, and the index and parent
   // index it had, but lookups through parents end at it (the original's program may be gone).
   // A ProgramDesc that copies its blocks links the copies to itself.
-  BlockDesc(const BlockDesc& other)
-      : idx_(other.idx_),
-        parent_(other.parent_),
-        vars_(other.vars_),
-        index_(other.index_),
-        ops_(other.ops_) {}
-  BlockDesc(BlockDesc&& other)
-      : idx_(other.idx_),
-        parent_(other.parent_),
-        vars_(std::move(other.vars_)),
-        index_(std::move(other.index_)),
-        ops_(std::move(other.ops_)) {}
+  BlockDesc(const BlockDesc& other);
+  BlockDesc(BlockDesc&& other);
   // Assigning replaces the variables and operators, all or none. A block of a program stays
   // where it is (its program, index and parent), so that program.block(1) = other.block(1)
   // still looks up through this program's blocks; a block of no program takes the index and
   // parent index too, and then compares equal to what it was assigned.
-  BlockDesc& operator=(const BlockDesc& other) {
-    if (this != &other) take(BlockDesc(other));
-    return *this;
-  }
-  BlockDesc& operator=(BlockDesc&& other) {
-    if (this != &other) take(std::move(other));
-    return *this;
-  }
-  ~BlockDesc() = default;
+  BlockDesc& operator=(const BlockDesc& other);
+  BlockDesc& operator=(BlockDesc&& other);
+  ~BlockDesc();
 
   std::size_t idx() const noexcept { return idx_; }
   // The index of the enclosing block; none for the global block and a standalone one.
@@ -243,23 +257,7 @@ class BlockDesc {
   BlockDesc* parent_block() noexcept;
 
   // The variable of this name in this block, declared (as a float32 LoDTensor) if missing.
-  VarDesc& var(std::string_view name) {
-    if (VarDesc* v = find_var(name)) return *v;
-    if (name.empty())
-      throw error(detail::text_cat("block ", std::to_string(idx_), ": a variable needs a name"));
-    // A new variable here shadows an enclosing block's of that name: an operator appended
-    // before, here or inside, that read or wrote the enclosing one would silently name this one.
-    if (const BlockDesc* parent = parent_block())
-      if (const VarDesc* outer = parent->find_var_recursive(name))
-        if (const OpDesc* user = user_of(*outer, true))
-          throw error(detail::text_cat("block ", std::to_string(idx_), " cannot declare '", name,
-                                       "': operator '", user->type(),
-                                       "' appended before uses the enclosing block's '", name,
-                                       "', which the declaration would hide from it"));
-    vars_.push_back(VarDesc{std::string(name)});
-    index_.emplace(std::string(name), vars_.size() - 1);
-    return vars_.back();
-  }
+  VarDesc& var(std::string_view name);
   // The variable of this name in this block, or nullptr.
   VarDesc* find_var(std::string_view name) noexcept {
     const auto it = index_.find(name);
@@ -311,29 +309,14 @@ class BlockDesc {
   const std::deque<VarDesc>& vars() const noexcept { return vars_; }
   const std::deque<OpDesc>& ops() const noexcept { return ops_; }
 
-  friend bool operator==(const BlockDesc& a, const BlockDesc& b) {
-    return a.idx_ == b.idx_ && a.parent_ == b.parent_ && a.vars_ == b.vars_ && a.ops_ == b.ops_;
-  }
+  friend bool operator==(const BlockDesc& a, const BlockDesc& b);
 
  private:
   friend class ProgramDesc;
 
-  void take(BlockDesc&& other) noexcept {
-    vars_.swap(other.vars_);
-    index_.swap(other.index_);
-    ops_.swap(other.ops_);
-    if (program_ == nullptr) {
-      idx_ = other.idx_;
-      parent_ = other.parent_;
-    }
-  }
-
+  void take(BlockDesc&& other) noexcept;
   // Keeps the first `count` variables.
-  void truncate_vars(std::size_t count) {
-    if (vars_.size() <= count) return;
-    vars_.resize(count);
-    std::erase_if(index_, [&](const auto& entry) { return entry.second >= count; });
-  }
+  void truncate_vars(std::size_t count);
 
   std::size_t idx_ = 0;
   std::optional<std::size_t> parent_;
@@ -347,24 +330,12 @@ class BlockDesc {
 // program grows; copying a program copies its blocks and links them to the copy.
 class ProgramDesc {
  public:
-  ProgramDesc() { blocks_.emplace_back().program_ = this; }
-  ProgramDesc(const ProgramDesc& other) : blocks_(other.blocks_) { relink(); }
-  ProgramDesc(ProgramDesc&& other) noexcept : blocks_(std::move(other.blocks_)) { relink(); }
-  ProgramDesc& operator=(const ProgramDesc& other) {
-    if (this != &other) {
-      blocks_ = std::deque<BlockDesc>(other.blocks_);  // copies made whole (index and parent too)
-      relink();
-    }
-    return *this;
-  }
-  ProgramDesc& operator=(ProgramDesc&& other) noexcept {
-    if (this != &other) {
-      blocks_ = std::move(other.blocks_);
-      relink();
-    }
-    return *this;
-  }
-  ~ProgramDesc() = default;
+  ProgramDesc();
+  ProgramDesc(const ProgramDesc& other);
+  ProgramDesc(ProgramDesc&& other) noexcept;
+  ProgramDesc& operator=(const ProgramDesc& other);
+  ProgramDesc& operator=(ProgramDesc&& other) noexcept;
+  ~ProgramDesc();
 
   std::size_t num_blocks() const noexcept { return blocks_.size(); }
   BlockDesc& block(std::size_t i) { return blocks_[checked(i)]; }
@@ -374,16 +345,9 @@ class ProgramDesc {
   const std::deque<BlockDesc>& blocks() const noexcept { return blocks_; }
 
   // A new block whose operators also see the variables of `parent` (and of its parents).
-  BlockDesc& append_block(std::size_t parent = 0) {
-    checked(parent);
-    BlockDesc& b = blocks_.emplace_back();
-    b.idx_ = blocks_.size() - 1;
-    b.parent_ = parent;
-    b.program_ = this;
-    return b;
-  }
+  BlockDesc& append_block(std::size_t parent = 0);
 
-  friend bool operator==(const ProgramDesc& a, const ProgramDesc& b) { return a.blocks_ == b.blocks_; }
+  friend bool operator==(const ProgramDesc& a, const ProgramDesc& b);
 
  private:
   friend class BlockDesc;
@@ -402,7 +366,104 @@ class ProgramDesc {
   std::deque<BlockDesc> blocks_;
 };
 
-inline const OpDesc* BlockDesc::user_of(const VarDesc& v, bool inside) const {
+// The larger members of the descriptions are compiled where the runtime is
+// (fluidk/detail/runtime_linkage.hpp): their containers of operators, each with its maps of
+// slots and attributes, are most of what a header that only names them would instantiate.
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc::BlockDesc(const BlockDesc& other)
+    : idx_(other.idx_), parent_(other.parent_), vars_(other.vars_), index_(other.index_), ops_(other.ops_) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc::BlockDesc(BlockDesc&& other)
+    : idx_(other.idx_),
+      parent_(other.parent_),
+      vars_(std::move(other.vars_)),
+      index_(std::move(other.index_)),
+      ops_(std::move(other.ops_)) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc& BlockDesc::operator=(const BlockDesc& other) {
+  if (this != &other) take(BlockDesc(other));
+  return *this;
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc& BlockDesc::operator=(BlockDesc&& other) {
+  if (this != &other) take(std::move(other));
+  return *this;
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc::~BlockDesc() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE VarDesc& BlockDesc::var(std::string_view name) {
+  if (VarDesc* v = find_var(name)) return *v;
+  if (name.empty())
+    throw error(detail::text_cat("block ", std::to_string(idx_), ": a variable needs a name"));
+  // A new variable here shadows an enclosing block's of that name: an operator appended
+  // before, here or inside, that read or wrote the enclosing one would silently name this one.
+  if (const BlockDesc* parent = parent_block())
+    if (const VarDesc* outer = parent->find_var_recursive(name))
+      if (const OpDesc* user = user_of(*outer, true))
+        throw error(detail::text_cat("block ", std::to_string(idx_), " cannot declare '", name,
+                                     "': operator '", user->type(),
+                                     "' appended before uses the enclosing block's '", name,
+                                     "', which the declaration would hide from it"));
+  vars_.push_back(VarDesc{std::string(name)});
+  index_.emplace(std::string(name), vars_.size() - 1);
+  return vars_.back();
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool operator==(const BlockDesc& a, const BlockDesc& b) {
+  return a.idx_ == b.idx_ && a.parent_ == b.parent_ && a.vars_ == b.vars_ && a.ops_ == b.ops_;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void BlockDesc::take(BlockDesc&& other) noexcept {
+  vars_.swap(other.vars_);
+  index_.swap(other.index_);
+  ops_.swap(other.ops_);
+  if (program_ == nullptr) {
+    idx_ = other.idx_;
+    parent_ = other.parent_;
+  }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void BlockDesc::truncate_vars(std::size_t count) {
+  if (vars_.size() <= count) return;
+  vars_.resize(count);
+  std::erase_if(index_, [&](const auto& entry) { return entry.second >= count; });
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc::ProgramDesc() { blocks_.emplace_back().program_ = this; }
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc::ProgramDesc(const ProgramDesc& other) : blocks_(other.blocks_) {
+  relink();
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc::ProgramDesc(ProgramDesc&& other) noexcept
+    : blocks_(std::move(other.blocks_)) {
+  relink();
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc& ProgramDesc::operator=(const ProgramDesc& other) {
+  if (this != &other) {
+    blocks_ = std::deque<BlockDesc>(other.blocks_);  // copies made whole (index and parent too)
+    relink();
+  }
+  return *this;
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc& ProgramDesc::operator=(ProgramDesc&& other) noexcept {
+  if (this != &other) {
+    blocks_ = std::move(other.blocks_);
+    relink();
+  }
+  return *this;
+}
+FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc::~ProgramDesc() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE BlockDesc& ProgramDesc::append_block(std::size_t parent) {
+  checked(parent);
+  BlockDesc& b = blocks_.emplace_back();
+  b.idx_ = blocks_.size() - 1;
+  b.parent_ = parent;
+  b.program_ = this;
+  return b;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool operator==(const ProgramDesc& a, const ProgramDesc& b) {
+  return a.blocks_ == b.blocks_;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE const OpDesc* BlockDesc::user_of(const VarDesc& v, bool inside) const {
   auto within = [&](const BlockDesc& b) {
     for (const BlockDesc* up = &b; up != nullptr; up = up->parent_block())
       if (up == this) return true;
@@ -422,6 +483,7 @@ inline const OpDesc* BlockDesc::user_of(const VarDesc& v, bool inside) const {
       if (const OpDesc* op = in_block(b)) return op;
   return nullptr;
 }
+#endif
 
 inline const BlockDesc* BlockDesc::parent_block() const noexcept {
   return program_ != nullptr && parent_ && *parent_ < program_->blocks_.size() ? &program_->blocks_[*parent_]
@@ -459,7 +521,8 @@ inline const std::string& first_input_name(const OpDesc& op, std::string_view sl
 
 // --- append_op ------------------------------------------------------------------------------
 
-inline OpDesc& BlockDesc::append_op(OpDesc op) {
+#if FLUIDK_DETAIL_RUNTIME_HERE
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& BlockDesc::append_op(OpDesc op) {
   (void)detail::control_flow_registered();
   auto& registry = operator_registry::instance();
   const operator_info* info = registry.find(op.type());
@@ -549,6 +612,7 @@ inline OpDesc& BlockDesc::append_op(OpDesc op) {
     throw;
   }
 }
+#endif
 }  // namespace fluidk
 
 #include "fluidk/control_flow.hpp"  // while and conditional_block, which append_op knows
