@@ -302,6 +302,20 @@ TEST_CASE("the transfer cache reuses unchanged weights and never serves stale da
   small.run(two, scope);
   CHECK(small.cache().size() == 1);
 
+  // A moved executor takes its cache along; the one moved from holds nothing, and caches again
+  // when it runs (its table is made anew).
+  Executor moved(std::move(small));
+  CHECK(moved.cache().size() == 1);
+  CHECK(small.cache().size() == 0);
+  CHECK(small.cache().bytes() == 0);
+  small.cache().clear();
+  small.run(two, scope);
+  CHECK(small.cache().size() == 1);
+  CHECK(values(scope.get("o2")) == iota_values(1000, 2));
+  moved = std::move(small);
+  CHECK(moved.cache().size() == 1);
+  CHECK(small.cache().size() == 0);
+
   // Least recently used first out: with room for two copies, a, b, a, c, a evicts b for c and
   // serves a twice (first in, first out would evict a for c, and copy it again).
   for (const char* name : {"a", "b", "c"}) scope.var(name).set(LoDTensor(iota({10})));

@@ -29,8 +29,12 @@ EXPECTED = [
     "fluidk::Scope::new_scope", "fluidk::operator_registry::add", "fluidk::operator_info::lookup",
 ]
 
-# Private members compiled once, which a file outside the runtime cannot call (demangled, up to
-# their parameters).
+# Private members compiled once, which a file outside the runtime cannot call: demangled, up to
+# their parameters, or with the start of the parameters where a public overload shares the name.
+INTERNAL_OVERLOADS = [
+    "fluidk::Executor::prepare(std::span<fluidk::op_invocation const, 18446744073709551615ul>, fluidk::Scope&, "
+    "fluidk::BlockDesc const*",
+]
 INTERNAL = {
     "fluidk::BlockDesc::take", "fluidk::BlockDesc::truncate_vars", "fluidk::OpDesc::get", "fluidk::OpDesc::set",
     "fluidk::operator_info::build_table", "fluidk::operator_info::choose",
@@ -67,7 +71,8 @@ def main():
         if archive == caller:
             called = {n for t, n in rows if t == "U"}
             failures += [f"{archive} does not call {n}" for n in compiled
-                         if n not in called and n.split("(")[0] not in INTERNAL]
+                         if n not in called and n.split("(")[0] not in INTERNAL
+                         and not any(n.startswith(o) for o in INTERNAL_OVERLOADS)]
     for line in failures:
         print(line)
     print(f"{len(compiled)} functions compiled once, {len(failures)} failures")

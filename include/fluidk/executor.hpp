@@ -11,14 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <list>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,6 +32,9 @@
 #if FLUIDK_DETAIL_RUNTIME_HERE
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <list>
+#include <tuple>
 #include <unordered_set>
 #endif
 
@@ -127,66 +127,23 @@ class transfer_cache {
   ~transfer_cache();
 
   // The content of `source` as the copy `made_for` needs it: `make(into)` writes it on
-  // a miss; `bytes_copied` is what that copy moves between places.
+  // a miss; `bytes_copied` is what that copy moves between places. (Defined where the runtime
+  // is: the executor's moving of inputs calls it.)
   template <class Make>
   const Variable& get(const Variable& source, const copy_key& made_for, std::uint64_t bytes_copied,
-                      executor_stats& stats, Make&& make) {
-    const kernel_key& target = made_for.target;
-    const key k{source.id(), target.ordinal(), target.place().device(), made_for.rules, made_for.slot};
-    if (auto it = entries_.find(k); it != entries_.end()) {
-      if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
-        lru_.splice(lru_.begin(), lru_, it->second.position);
-        ++stats.cache_hits;
-        return *it->second.value;
-      }
-      erase(it);
-    }
-    content_stamp stamp(source);  // before make(), which may run for long on another stream
-    auto value = std::make_unique<Variable>(source.name());
-    make(*value);
-    ++stats.transforms;
-    stats.bytes_copied += bytes_copied;
-    std::size_t bytes = 0;
-    value->for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
-    stats.bytes_transformed += bytes;
-    if (bytes_copied == 0) ++stats.reorders;
-    content_stamp copy(*value);
-    lru_.push_front(k);
-    auto [it, _] =
-        entries_.emplace(k, entry{std::move(stamp), std::move(copy), std::move(value), bytes, lru_.begin()});
-    bytes_ += bytes;
-    while (bytes_ > max_bytes_ && lru_.size() > 1) erase(entries_.find(lru_.back()));
-    return *it->second.value;
-  }
+                      executor_stats& stats, Make&& make);
 
   std::size_t bytes() const noexcept { return bytes_; }
-  std::size_t size() const noexcept { return entries_.size(); }
+  std::size_t size() const noexcept;
   void clear();
 
  private:
-  // The source's id, the copy key's target (ordinal and device), rules and slot.
-  using key = std::tuple<std::uint64_t, std::size_t, int, const selection_rules*, std::uint32_t>;
-  struct key_hash {
-    std::size_t operator()(const key& k) const noexcept {
-      const auto [id, ordinal, device, rules, slot] = k;
-      const std::size_t h =
-          (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
-      return rules == nullptr ? h : h ^ (std::hash<const selection_rules*>()(rules) * 31 + slot);
-    }
-  };
-  struct entry {
-    content_stamp source, copy;
-    std::unique_ptr<Variable> value;
-    std::size_t bytes;
-    std::list<key>::iterator position;
-  };
-
-  void erase(std::unordered_map<key, entry, key_hash>::iterator it);
+  // The entries by key, and the keys from the most recently used (defined where the runtime is).
+  struct table;
 
   std::size_t max_bytes_;
   std::size_t bytes_ = 0;
-  std::list<key> lru_;
-  std::unordered_map<key, entry, key_hash> entries_;
+  std::unique_ptr<table> table_;
 };
 
 namespace detail {
@@ -384,9 +341,7 @@ class Executor {
   };
 
   prepared prepare(std::span<const op_invocation> ops, Scope& scope,
-                   const prepare_options& options = {}) const {
-    return prepare(ops, scope, nullptr, options);
-  }
+                   const prepare_options& options = {}) const;
 
   // Runs a prepared program, prepared by an executor on this one's place (an error otherwise).
   // A variable made in or erased from its scope (or a parent) since
@@ -408,13 +363,8 @@ class Executor {
   // written ones here, so that an input the block only reads may be a parent's.) Persistable
   // ones (weights), and names the block does not declare, are found in the scope or a parent,
   // as with op_invocations.
-  prepared prepare(const BlockDesc& block, Scope& scope, const prepare_options& options = {}) const {
-    return prepare(invocations(block), scope, &block, options);
-  }
-  void run(const BlockDesc& block, Scope& scope) {
-    prepared p = prepare(block, scope);
-    run(p);
-  }
+  prepared prepare(const BlockDesc& block, Scope& scope, const prepare_options& options = {}) const;
+  void run(const BlockDesc& block, Scope& scope);
 
  private:
   // The variable a program's name binds to: found in the scope or a parent, else made in the
@@ -553,22 +503,91 @@ inline std::uint64_t nanoseconds(executor_clock::duration d) noexcept {
 
 // The special members are compiled where the rest of the runtime is: a file that only holds an
 // executor and its prepared programs instantiates none of their members' containers.
-FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
-FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(transfer_cache&&) = default;
-FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache& transfer_cache::operator=(transfer_cache&&) = default;
+struct transfer_cache::table {
+  // The source's id, the copy key's target (ordinal and device), rules and slot.
+  using key = std::tuple<std::uint64_t, std::size_t, int, const selection_rules*, std::uint32_t>;
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept {
+      const auto [id, ordinal, device, rules, slot] = k;
+      const std::size_t h =
+          (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
+      return rules == nullptr ? h : h ^ (std::hash<const selection_rules*>()(rules) * 31 + slot);
+    }
+  };
+  struct entry {
+    content_stamp source, copy;
+    std::unique_ptr<Variable> value;
+    std::size_t bytes;
+    std::list<key>::iterator position;
+  };
+
+  std::list<key> lru;
+  std::unordered_map<key, entry, key_hash> entries;
+
+  // Drops an entry; `bytes` is the cache's count of its entries' bytes.
+  void erase(std::size_t& bytes, std::unordered_map<key, entry, key_hash>::iterator it) {
+    bytes -= it->second.bytes;
+    lru.erase(it->second.position);
+    entries.erase(it);
+  }
+};
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes)
+    : max_bytes_(max_bytes), table_(std::make_unique<table>()) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(transfer_cache&& other)
+    : max_bytes_(other.max_bytes_), bytes_(std::exchange(other.bytes_, 0)), table_(std::move(other.table_)) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache& transfer_cache::operator=(transfer_cache&& other) {
+  max_bytes_ = other.max_bytes_;
+  bytes_ = std::exchange(other.bytes_, 0);
+  table_ = std::move(other.table_);
+  return *this;
+}
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::~transfer_cache() = default;
 
+// A cache moved from has no table: it holds nothing, and makes one when it is used again.
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::size_t transfer_cache::size() const noexcept {
+  return table_ != nullptr ? table_->entries.size() : 0;
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
-  entries_.clear();
-  lru_.clear();
+  if (table_ != nullptr) {
+    table_->entries.clear();
+    table_->lru.clear();
+  }
   bytes_ = 0;
 }
 
-FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::erase(
-    std::unordered_map<key, entry, key_hash>::iterator it) {
-  bytes_ -= it->second.bytes;
-  lru_.erase(it->second.position);
-  entries_.erase(it);
+template <class Make>
+const Variable& transfer_cache::get(const Variable& source, const copy_key& made_for,
+                                    std::uint64_t bytes_copied, executor_stats& stats, Make&& make) {
+  if (table_ == nullptr) table_ = std::make_unique<table>();  // moved from
+  const kernel_key& target = made_for.target;
+  const table::key k{source.id(), target.ordinal(), target.place().device(), made_for.rules, made_for.slot};
+  if (auto it = table_->entries.find(k); it != table_->entries.end()) {
+    if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
+      table_->lru.splice(table_->lru.begin(), table_->lru, it->second.position);
+      ++stats.cache_hits;
+      return *it->second.value;
+    }
+    table_->erase(bytes_, it);
+  }
+  content_stamp stamp(source);  // before make(), which may run for long on another stream
+  auto value = std::make_unique<Variable>(source.name());
+  make(*value);
+  ++stats.transforms;
+  stats.bytes_copied += bytes_copied;
+  std::size_t bytes = 0;
+  value->for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+  stats.bytes_transformed += bytes;
+  if (bytes_copied == 0) ++stats.reorders;
+  content_stamp copy(*value);
+  table_->lru.push_front(k);
+  auto [it, _] = table_->entries.emplace(
+      k, table::entry{std::move(stamp), std::move(copy), std::move(value), bytes, table_->lru.begin()});
+  bytes_ += bytes;
+  while (bytes_ > max_bytes_ && table_->lru.size() > 1)
+    table_->erase(bytes_, table_->entries.find(table_->lru.back()));
+  return *it->second.value;
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::Executor(fluidk::place where, std::size_t cache_bytes)
@@ -1362,6 +1381,22 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
   }
   const std::size_t count = p.ops_.size();
   for (std::size_t i = 0; i < count; ++i) run_op(p, i);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<const op_invocation> ops,
+                                                                   Scope& scope,
+                                                                   const prepare_options& options) const {
+  return prepare(ops, scope, nullptr, options);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(const BlockDesc& block, Scope& scope,
+                                                                   const prepare_options& options) const {
+  return prepare(invocations(block), scope, &block, options);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(const BlockDesc& block, Scope& scope) {
+  prepared p = prepare(block, scope);
+  run(p);
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(std::span<const op_invocation> ops, Scope& scope) {

@@ -159,10 +159,7 @@ class OpDesc {
   T attr_or(std::string_view name, T fallback) const {
     return attrs_.get_or<T>(name, std::move(fallback), type_);
   }
-  OpDesc& set_attr(std::string_view name, attribute value) {
-    attrs_.set(name, std::move(value));
-    return *this;
-  }
+  OpDesc& set_attr(std::string_view name, attribute value);
   template <std::size_t N>
   OpDesc& set_attr(std::string_view name, const char (&value)[N]) {
     return set_attr(name, attribute(std::string(value)));
@@ -191,6 +188,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::OpDesc(OpDesc&&) noexcept = default;
 FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& OpDesc::operator=(const OpDesc&) = default;
 FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& OpDesc::operator=(OpDesc&&) noexcept = default;
 FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc::~OpDesc() = default;
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& OpDesc::set_attr(std::string_view name, attribute value) {
+  attrs_.set(name, std::move(value));
+  return *this;
+}
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE bool operator==(const OpDesc& a, const OpDesc& b) {
   return a.type_ == b.type_ && a.inputs_ == b.inputs_ && a.outputs_ == b.outputs_ &&
