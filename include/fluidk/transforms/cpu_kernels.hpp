@@ -138,9 +138,18 @@ FLUIDK_DETAIL_KERNELS_LINKAGE layout_kernel vector_layout_convert(data_type from
 // for 32 elements), whose 256-bit form is the faster one once each thread reads more than its L2
 // holds (1.03-1.05x from the L3, against 0.99-1.0x; cpu_simd.ipp). Where the two measured the
 // same, the wider one.
+// AMD Zen 5 (family 0x1A) runs the 512-bit conversions at full width: there float -> float16 and
+// float -> bfloat16 take the AVX-512 engine, with the 512-bit AVX512_BF16 blocks, at every size.
+// One thread, GB/s read + written, medians of 7 rounds, [1, 64, s, s] (read: 49 KiB to 3 MiB),
+// AVX2 -> AVX-512 for float16 and 256-bit -> 512-bit AVX512_BF16 blocks for bfloat16: s = 14
+// 139 -> 170 and 138 -> 166, 28 149 -> 186 and 146 -> 181, 56 122 -> 138 and 125 -> 135, 112
+// (through the caches) 103 -> 108 and 102 -> 112, against memcpy of the same bytes at 112: 109
+// (0.94x -> 0.99x and 0.93x -> 1.02x); [4, 64, 112, 112] streamed 116 -> 124 and 124 -> 124
+// (memcpy 116). (float16 -> float was not measured there, and keeps the AVX2 engine.)
+inline bool wide_casts_pay() noexcept { return active_amd_family() >= zen5_family; }
 inline bool cast_prefers_avx2(data_type from, data_type to, std::size_t read_per_thread) noexcept {
   if (from == data_type::float16 && to == data_type::float32) return true;
-  return from == data_type::float32 && to == data_type::float16 &&
+  return from == data_type::float32 && to == data_type::float16 && !wide_casts_pay() &&
          read_per_thread + read_per_thread / 2 > detected_caches().l1d;
 }
 
@@ -150,8 +159,9 @@ FLUIDK_DETAIL_KERNELS_LINKAGE range_kernel vector_cast(data_type from, data_type
   switch (active_isa()) {
     case isa::avx512_bf16:
       if (from == data_type::float32 && to == data_type::bfloat16)
-        return read_per_thread > detected_caches().l2 ? avx512::run_cast_f32_bf16_native_ymm
-                                                      : avx512::run_cast_f32_bf16_native;
+        return read_per_thread > detected_caches().l2 && !wide_casts_pay()
+                   ? avx512::run_cast_f32_bf16_native_ymm
+                   : avx512::run_cast_f32_bf16_native;
       [[fallthrough]];
     case isa::avx512:
       return cast_prefers_avx2(from, to, read_per_thread) ? avx2::cast_kernel(from, to)
@@ -221,7 +231,8 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
   // Assigned, not list-initialized: GCC 12 zeroed the whole plan first with a `rep stos`, which
   // on AMD Zen 5 made a small transform's call (NCHW -> NHWC of [1, 8, 2, 2]) 46 ns, not 39.
   layout_plan plan;
-  plan.job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk());
+  plan.job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk(),
+                             streams_nhwc_pairs_widely());
   if (plan.job.items() == 0) return plan;
   const store_policy policy = active_store_policy(std::size_t(written));
   plan.job.prefetch = policy == store_policy::prefetched;
@@ -229,6 +240,7 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
                 std::size_t(bytes) <= detected_caches().llc);
   plan.threads = threads_for(bytes, threads);
   plan.job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / plan.threads));
+  plan.job.source_ahead = plan.job.stream && reads_source_ahead(policy, std::size_t(bytes));
   split_for_threads(plan.job, plan.threads);
   return plan;
 }

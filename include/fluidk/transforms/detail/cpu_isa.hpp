@@ -101,6 +101,63 @@ class forced_scope {
 inline forced_choice isa_override;
 }  // namespace detail
 
+namespace detail {
+// CPUID leaf 0's EBX on AMD: "Auth", the start of "AuthenticAMD".
+inline constexpr unsigned amd_vendor_ebx = 0x68747541;
+
+// AMD's family number (CPUID leaf 1: the base family, plus the extended family where the base is
+// 0xF), 0 on other vendors' CPUs and where the kernels are not x86 ones. A few of the kernels'
+// choices were measured to differ between AMD's generations: Zen and Zen 2 are family 0x17, Zen 3
+// and Zen 4 0x19, Zen 5 0x1A.
+inline unsigned detect_amd_family() noexcept {
+#if FLUIDK_DETAIL_X86_KERNELS
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned base = (eax >> 8) & 0xF;
+  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+#else
+  return 0;
+#endif
+}
+}  // namespace detail
+
+// AMD Zen 5's family: its cores execute 512-bit instructions at full width (Zen 4 issues most of
+// them as two 256-bit halves), and stream stores to memory differently (cpu_memory.hpp).
+inline constexpr unsigned zen5_family = 0x1A;
+
+// This CPU's AMD family (detail::detect_amd_family), detected on first use.
+inline unsigned detected_amd_family() noexcept {
+  static const unsigned value = detail::detect_amd_family();
+  return value;
+}
+
+namespace detail {
+inline forced_choice amd_family_override;
+}  // namespace detail
+
+// The AMD family whose measured choices the kernels make now (the casts' engine in
+// cpu_kernels.hpp, the streamed NHWC pairs and the source read-ahead in cpu_memory.hpp): the
+// forced one if any, else the detected one. (The pixel walk, also chosen by family, has its own
+// override: nhwc_walk_scope.)
+inline unsigned active_amd_family() noexcept {
+  const int forced = detail::amd_family_override.get();
+  return forced < 0 ? detected_amd_family() : static_cast<unsigned>(forced);
+}
+
+// Makes the kernels choose as on AMD family `family` (0: another vendor's CPU) for the lifetime of
+// the scope, then restores the previous choice: for tests and benchmarks, so that every choice
+// runs on one machine (the results are the same bytes, and each choice uses only instructions of
+// the level in force).
+class amd_family_scope {
+ public:
+  explicit amd_family_scope(unsigned family) noexcept
+      : forced_(detail::amd_family_override, static_cast<int>(family & 0xFFFF)) {}
+
+ private:
+  detail::forced_scope forced_;
+};
+
 // The best level this CPU (and this build) supports; detected on first use.
 inline isa detected_isa() noexcept {
   static const isa value = detail::detect_isa();

@@ -149,6 +149,9 @@ struct layout_job {
   // and a planar target may stream; 0 elsewhere.
   std::int64_t streamed_block = 0;
   bool read_ahead = false;  // prefetch planar source rows in bursts (reads_rows_ahead)
+  // Streamed nChw8c -> planar of 2-byte targets from memory: the source prefetched in software
+  // (reads_source_ahead).
+  bool source_ahead = false;
   // nChw8c -> planar of 4-byte elements through the caches, on the cores whose walk is short
   // blocks: rows that do not start on a line are stored a line at a time (cpu_simd.ipp's
   // scatter8_aligned), since a vector store across two lines costs those cores a second store.
@@ -175,9 +178,11 @@ struct layout_job {
 };
 
 // The pieces of from -> to for logical dims [N, C, H, W] (both layouts 4-D and different).
+// `wide_stream_pairs`: streams_nhwc_pairs_widely.
 inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t n, std::int64_t c,
                                   std::int64_t hw, std::size_t se, std::size_t de,
-                                  nhwc_walk walk = nhwc_walk::long_runs) noexcept {
+                                  nhwc_walk walk = nhwc_walk::long_runs,
+                                  bool wide_stream_pairs = false) noexcept {
   layout_job j;
   j.s = side_of(from, c, hw);
   j.d = side_of(to, c, hw);
@@ -236,6 +241,9 @@ inline layout_job make_layout_job(data_layout from, data_layout to, std::int64_t
         const std::int64_t pixel = c * std::int64_t(de);
         if (pixel >= 1024) j.pair_block = pixel % 4096 == 0 ? 8 : pixel % 2048 == 0 ? 16 : 64;
         if (c * std::int64_t(de) >= 512) j.streamed_pair_block = all;
+        // On AMD Zen 5, streamed from 256 bytes a pixel on, from memory too
+        // (streams_nhwc_pairs_widely in cpu_memory.hpp, with the measurements).
+        if (wide_stream_pairs && pixel >= 256) j.streamed_pair_block = j.memory_pair_block = all;
       }
     } else {
       j.group = c >= 32 ? 4 : c >= 16 ? 2 : 1;

@@ -26,9 +26,6 @@ struct cache_sizes {
 };
 
 namespace detail {
-// CPUID leaf 0's EBX on AMD: "Auth", the start of "AuthenticAMD".
-inline constexpr unsigned amd_vendor_ebx = 0x68747541;
-
 // The sizes a CPUID cache leaf describes (leaf 4 on Intel, 0x8000001D on AMD: the same
 // format), subleaf by subleaf until the null type.
 inline bool caches_from_cpuid(cache_sizes& out) noexcept {
@@ -201,6 +198,19 @@ inline bool reads_rows_ahead(store_policy policy, std::size_t bytes_per_thread) 
   return policy == store_policy::cached && bytes_per_thread > detected_caches().l2;
 }
 
+// Whether a streamed nChw8c -> planar transform into 2-byte elements (the fused float -> float16
+// or bfloat16 pass) prefetches its source in software, a few kilobytes ahead of its reads, where
+// what it reads and writes is more than the last-level cache holds (cpu_simd.ipp's scatter_chunk):
+// on AMD Zen 5 (family 0x1A), whose hardware prefetchers alone left the one stream it reads from
+// memory behind. Measured there, one thread, the fused nChw8c float -> NCHW float16 pass, GB/s
+// read + written, medians of 3-5 rounds: [16, 64, 112, 112] 43.5 -> 56.6, [64, 64, 112, 112] 36.5 ->
+// 48.0 (memcpy of the same bytes 52-53 and 41-42); from the L3 ([4, 64, 112, 112]) 1-2% slower,
+// so not there. Other CPUs were not measured with it.
+inline bool reads_source_ahead(store_policy policy, std::size_t bytes) noexcept {
+  return policy == store_policy::streaming && bytes > detected_caches().llc &&
+         active_amd_family() >= zen5_family;
+}
+
 namespace detail {
 inline forced_choice store_policy_override;
 }  // namespace detail
@@ -264,19 +274,26 @@ namespace detail {
 // Zen 1 (family 0x17, model 1: 38.8 against 29.1 at 196 KiB, 34.7 against 25.5 at 784 KiB) and on
 // the Intel Xeon above.
 inline nhwc_walk detect_nhwc_walk() noexcept {
-#if FLUIDK_DETAIL_X86_KERNELS
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return nhwc_walk::short_blocks;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return nhwc_walk::short_blocks;
-  const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
-  return family >= 0x17 ? nhwc_walk::long_runs : nhwc_walk::short_blocks;
-#else
-  return nhwc_walk::short_blocks;
-#endif
+  return detected_amd_family() >= 0x17 ? nhwc_walk::long_runs : nhwc_walk::short_blocks;
 }
 
 inline forced_choice nhwc_walk_override;
 }  // namespace detail
+
+// Whether streamed planar -> NHWC of 4-byte elements moves two groups of chunks a step (each
+// pixel's two lines written back to back: make_layout_job's streamed_pair_block and
+// memory_pair_block) from a pixel of 256 bytes on (64 channels of float), from the last-level
+// cache and from memory alike; elsewhere from 512 bytes, and from the last-level cache only. On
+// AMD Zen 5 (family 0x1A) a streamed pass that writes one line of every pixel of 256 bytes or more
+// ran at about half the speed of one that writes two lines back to back. Measured there, float,
+// one thread, GB/s read + written, medians of 3-7 rounds, one group -> two a step (memcpy): from
+// the L3 [4, 64, 112, 112] 51.5 -> 89.5 (95.3); from memory [16, 64, 112, 112] 47.3 -> 54.2
+// (49.8), [64, 64, 112, 112] 43.6 -> 43.6 (41.5), [16, 128, 56, 56] 26.2 -> 49.6 (58.2), [16, 256,
+// 56, 56] 24.7 -> 47.1 (50.3), [64, 512, 14, 14] 18.0 -> 48.9 (61.1), [64, 2048, 7, 7] 44.2 ->
+// 55.8 (59.1). With a pixel of 128 bytes (32 channels) two groups were no faster ([16, 32, 112,
+// 112] 83.5 -> 80.2). On Zen 4 the one-group pass was as fast or faster from memory
+// (make_layout_job).
+inline bool streams_nhwc_pairs_widely() noexcept { return active_amd_family() >= zen5_family; }
 
 // This CPU's walk, detected on first use.
 inline nhwc_walk detected_nhwc_walk() noexcept {
