@@ -887,6 +887,48 @@ TEST_CASE("NCHW -> nChw8c reads its rows ahead beyond the L2 only, and gives the
 }
 
 TEST_CASE(
+    "on AMD Zen 5 a float layout transform on two threads that fits in the last-level cache stays in "
+    "the caches",
+    "[transforms][stores][threads]") {
+  namespace d = kernels::detail;
+  const std::size_t llc = kernels::detected_caches().llc;
+  if (llc > (std::size_t(64) << 20)) {
+    WARN("a last-level cache of " << (llc >> 20)
+                                  << " MiB: the plans of this case would take too much memory");
+    return;
+  }
+  // What it writes: a third of the LLC (a sixth as float16), more than the eighth from which the
+  // automatic choice streams; reads and writes together two thirds of it. Nothing runs: only the
+  // plans are compared.
+  const std::int64_t w = std::int64_t(llc / 3 / 4 / 64 / 8) / 64 * 64;  // whole lines, which may stream
+  const dims shape{1, 64, 8, w};
+  const std::size_t size = std::size_t(storage_of(data_layout::nchw, shape)) * 4;
+  REQUIRE(size / 2 > llc / 8);
+  REQUIRE(2 * size <= llc);
+  placed at(size, 0);
+  const auto plan = [&](data_layout from, data_layout to, std::size_t se, std::size_t de, int threads) {
+    return d::plan_layout(from, se, at.data(), to, de, shape, threads);
+  };
+  const data_layout nchw = data_layout::nchw, blocked = data_layout_of<layout::nChw8c>;
+  const bool two_threads = plan(nchw, blocked, 4, 4, 2).threads == 2;  // without OpenMP, one
+  for (unsigned family : {0x19u, kernels::zen5_family}) {
+    kernels::amd_family_scope tuned(family);
+    CAPTURE(family);
+    const bool zen5 = family >= kernels::zen5_family;
+    for (const auto& [from, to] :
+         {std::pair{nchw, blocked}, std::pair{blocked, nchw}, std::pair{nchw, data_layout::nhwc}}) {
+      CHECK(plan(from, to, 4, 4, 1).job.stream);  // one thread streams
+      if (two_threads) CHECK(plan(from, to, 4, 4, 2).job.stream == !zen5);
+      // A forced policy is kept.
+      kernels::store_policy_scope streaming(kernels::store_policy::streaming);
+      if (two_threads) CHECK(plan(from, to, 4, 4, 2).job.stream);
+    }
+    // The fused float -> float16 pass streams on two threads as well.
+    if (two_threads) CHECK(plan(blocked, nchw, 4, 2, 2).job.stream);
+  }
+}
+
+TEST_CASE(
     "every store policy gives the same bytes for casts and fused passes, at any alignment and on two threads",
     "[transforms][stores][threads]") {
   const std::vector<std::pair<data_type, data_type>> types{

@@ -234,11 +234,12 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
   plan.job = make_layout_job(from, to, shape[0], shape[1], shape[2] * shape[3], se, de, active_nhwc_walk(),
                              streams_nhwc_pairs_widely());
   if (plan.job.items() == 0) return plan;
-  const store_policy policy = active_store_policy(std::size_t(written));
+  plan.threads = threads_for(bytes, threads);
+  const store_policy policy =
+      active_layout_store_policy(std::size_t(written), se, de, std::size_t(bytes), plan.threads);
   plan.job.prefetch = policy == store_policy::prefetched;
   set_streaming(plan.job, policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de),
                 std::size_t(bytes) <= detected_caches().llc);
-  plan.threads = threads_for(bytes, threads);
   plan.job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / plan.threads));
   plan.job.source_ahead = plan.job.stream && reads_source_ahead(policy, std::size_t(bytes));
   split_for_threads(plan.job, plan.threads);
