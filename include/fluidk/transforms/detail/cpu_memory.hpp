@@ -231,9 +231,10 @@ inline store_policy active_store_policy(std::size_t bytes) noexcept {
 // MiB written), two threads: NCHW -> nChw8c 119.3 / 86.9, nChw8c -> NCHW 117.3 / 87.2, NCHW -> NHWC
 // 129.0 / 88.9 (oneDNN's reorder NCHW -> nChw8c 168); one thread: 61.5 / 84.4, 63.7 / 86.9, 66.8 /
 // 88.8 (it streams). [16, 64, 112, 112] (49 MiB, more than the L3), two threads: 46.6 / 66.4, 44.8 /
-// 58.3, 88.7 / 110.1 (it streams). The fused float -> float16 pass and the casts stream faster on
-// two threads too (the fused pass 141.8 / 184.0 at [4, 64, 112, 112]), and keep the automatic
-// choice.
+// 58.3, 88.7 / 110.1 (it streams). The fused float -> float16 pass and the float -> float16 cast
+// stream faster on two threads too (at [4, 64, 112, 112] 141.8 / 184.0 and 190.7 / 243.3), and keep
+// the automatic choice; so does float -> bfloat16, though it streamed slower there (179.7 / 131.6,
+// not explained: its 512-bit blocks stream whole lines as float16's do).
 inline store_policy active_layout_store_policy(std::size_t written, std::size_t se, std::size_t de,
                                                std::size_t bytes, int threads) noexcept {
   const store_policy policy = active_store_policy(written);
