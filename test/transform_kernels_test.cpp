@@ -488,6 +488,28 @@ TEST_CASE("float -> float16 takes one kernel from the L1 and another beyond it, 
     check_pair<float, float16>(l1_elements - 29);
     check_pair<float, float16>(l1_elements + 29);
   }
+  // Beyond the L2 (what one thread reads) AMD Zen 5 reads the source ahead through the caches
+  // (cast_reads_ahead), other CPUs take the AVX2 kernel: a kernel of its own either way, exact
+  // through the caches and streamed.
+  const std::size_t beyond_l2 = kernels::detected_caches().l2 / sizeof(float) * 2 + 45;
+  const std::vector<float> values = samples<float>(beyond_l2, 77);
+  const bytes src = to_bytes(values), expected = reference_cast<float, float16>(values);
+  for (unsigned family : {0x19u, kernels::zen5_family}) {
+    kernels::amd_family_scope tuned(family);
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope scope(level);
+      if (level == kernels::isa::avx512 || level == kernels::isa::avx512_bf16)
+        CHECK(kernels::detail::vector_cast(data_type::float32, data_type::float16, beyond_l2 * 4) !=
+              kernels::detail::vector_cast(data_type::float32, data_type::float16, 1024));
+      for (kernels::store_policy policy : {kernels::store_policy::cached, kernels::store_policy::streaming}) {
+        kernels::store_policy_scope stores(policy);
+        INFO("isa " << kernels::name_of(level) << ", stores " << kernels::name_of(policy) << ", family "
+                    << family);
+        CHECK(difference(run_cast(src, data_type::float32, data_type::float16, beyond_l2, 1), expected) ==
+              "");
+      }
+    }
+  }
 }
 
 TEST_CASE("the integer-division pattern survives float -> double -> int", "[transforms][cast]") {
@@ -604,8 +626,10 @@ TEST_CASE(
 TEST_CASE("float -> bfloat16 beyond the L2 takes its own blocks, which round as the others do",
           "[transforms][cast]") {
   // With AVX512_BF16, a thread that reads more than its L2 holds converts through 256-bit blocks
-  // (vector_cast): normal blocks, and blocks holding a subnormal or a NaN at several offsets, long
-  // enough for that path and with a tail, against the reference on every level and store policy.
+  // (vector_cast), or on AMD Zen 5 through 512-bit blocks that read the source ahead
+  // (cast_reads_ahead): normal blocks, and blocks holding a subnormal or a NaN at several offsets,
+  // long enough for that path and with a tail, against the reference on every level and store
+  // policy.
   const std::size_t n = kernels::detected_caches().l2 / sizeof(float) * 2 + 45;
   std::mt19937 rng(11);
   std::vector<float> values(n);
@@ -619,14 +643,13 @@ TEST_CASE("float -> bfloat16 beyond the L2 takes its own blocks, which round as 
     values[(k * 7919 * 32 + (k % 4) * 9) % n] = from_bits<float>(specials[k % 5]);
   values[n - 1] = from_bits<float>(0x7F800001u);
   const bytes src = to_bytes(values), expected = reference_cast<float, bfloat16>(values);
-  // (Not on AMD Zen 5, whose 512-bit blocks serve every size: both choices forced.)
+  // (Both families' choices forced, so that each runs on every machine.)
   for (unsigned family : {0x19u, kernels::zen5_family}) {
     kernels::amd_family_scope tuned(family);
     if (kernels::isa_supported(kernels::isa::avx512_bf16)) {
       kernels::isa_scope scope(kernels::isa::avx512_bf16);
-      CHECK((kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, n * 4) ==
-             kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, 1024)) ==
-            (family >= kernels::zen5_family));
+      CHECK(kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, n * 4) !=
+            kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, 1024));
     }
     for (kernels::isa level : supported_isas()) {
       kernels::isa_scope scope(level);
@@ -780,6 +803,39 @@ kernels::detail::layout_job nhwc_job(std::int64_t c, std::size_t se, std::size_t
   return kernels::detail::make_layout_job(data_layout::nchw, data_layout::nhwc, 2, c, 196, se, de, walk);
 }
 }  // namespace
+
+TEST_CASE("on AMD Zen 5 the fused pass through the caches beyond the L2 reads its source ahead, exactly",
+          "[transforms][fused]") {
+  namespace d = kernels::detail;
+  const kernels::cache_sizes caches = kernels::detected_caches();
+  // What one thread reads: twice the L2, with a tail of pixels; what it writes (half of it) at
+  // most an eighth of the last-level cache, so that it goes through the caches.
+  const std::int64_t w = std::int64_t(2 * caches.l2 / 4 / 64 / 8) + 3;
+  const dims s{1, 64, 8, w};
+  const std::size_t sn = std::size_t(storage_of(data_layout_of<layout::nChw8c>, s));
+  if (sn * 2 > caches.llc / 8) {
+    WARN("an L2 of " << (caches.l2 >> 10) << " KiB and a last-level cache of " << (caches.llc >> 10)
+                     << " KiB: such a pass would stream");
+    return;
+  }
+  const bytes src = to_bytes(samples<float>(sn, 31));
+  const bytes expected = run_cast(run_reorder(src, data_layout_of<layout::nChw8c>, data_layout::nchw, s, 4),
+                                  data_type::float32, data_type::float16, std::size_t(s.numel()));
+  for (unsigned family : {0x19u, kernels::zen5_family}) {
+    kernels::amd_family_scope tuned(family);
+    placed at(std::size_t(s.numel()) * 2, 0);
+    CHECK(d::plan_layout(data_layout_of<layout::nChw8c>, 4, at.data(), data_layout::nchw, 2, s, 1)
+              .job.source_ahead == (family >= kernels::zen5_family));
+    for (kernels::isa level : supported_isas()) {
+      kernels::isa_scope scope(level);
+      INFO("isa " << kernels::name_of(level) << ", family " << family);
+      bytes got(std::size_t(s.numel()) * 2, std::byte{0xEE});
+      kernels::reorder_cast(cp(src), data_layout_of<layout::nChw8c>, data_type::float32, mp(got),
+                            data_layout::nchw, data_type::float16, s, 1);
+      CHECK(difference(got, expected) == "");
+    }
+  }
+}
 
 TEST_CASE("every store policy on every instruction-set level gives the naive transform's bytes",
           "[transforms][stores]") {

@@ -158,12 +158,18 @@ FLUIDK_DETAIL_KERNELS_LINKAGE range_kernel vector_cast(data_type from, data_type
 #if FLUIDK_DETAIL_X86_KERNELS
   switch (active_isa()) {
     case isa::avx512_bf16:
-      if (from == data_type::float32 && to == data_type::bfloat16)
-        return read_per_thread > detected_caches().l2 && !wide_casts_pay()
-                   ? avx512::run_cast_f32_bf16_native_ymm
-                   : avx512::run_cast_f32_bf16_native;
+      if (from == data_type::float32 && to == data_type::bfloat16) {
+        if (wide_casts_pay())
+          return cast_reads_ahead(read_per_thread) ? avx512::run_cast_f32_bf16_native_ahead
+                                                   : avx512::run_cast_f32_bf16_native;
+        return read_per_thread > detected_caches().l2 ? avx512::run_cast_f32_bf16_native_ymm
+                                                      : avx512::run_cast_f32_bf16_native;
+      }
       [[fallthrough]];
     case isa::avx512:
+      if (from == data_type::float32 && to == data_type::float16 && wide_casts_pay() &&
+          cast_reads_ahead(read_per_thread))
+        return avx512::run_cast_f32_f16_ahead;
       return cast_prefers_avx2(from, to, read_per_thread) ? avx2::cast_kernel(from, to)
                                                           : avx512::cast_kernel(from, to);
     case isa::avx2:
@@ -241,7 +247,8 @@ inline layout_plan plan_layout(data_layout from, std::size_t se, const std::byte
   set_streaming(plan.job, policy == store_policy::streaming && streams_whole_lines(plan.job, dst, se, de),
                 std::size_t(bytes) <= detected_caches().llc);
   plan.job.read_ahead = reads_rows_ahead(policy, std::size_t(bytes / plan.threads));
-  plan.job.source_ahead = plan.job.stream && reads_source_ahead(policy, std::size_t(bytes));
+  plan.job.source_ahead =
+      reads_source_ahead(policy, plan.job.stream, std::size_t(bytes), std::size_t(bytes / plan.threads));
   split_for_threads(plan.job, plan.threads);
   return plan;
 }

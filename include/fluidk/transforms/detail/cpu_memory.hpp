@@ -198,17 +198,41 @@ inline bool reads_rows_ahead(store_policy policy, std::size_t bytes_per_thread) 
   return policy == store_policy::cached && bytes_per_thread > detected_caches().l2;
 }
 
-// Whether a streamed nChw8c -> planar transform into 2-byte elements (the fused float -> float16
-// or bfloat16 pass) prefetches its source in software, a few kilobytes ahead of its reads, where
-// what it reads and writes is more than the last-level cache holds (cpu_simd.ipp's scatter_chunk):
-// on AMD Zen 5 (family 0x1A), whose hardware prefetchers alone left the one stream it reads from
-// memory behind. Measured there, one thread, the fused nChw8c float -> NCHW float16 pass, GB/s
-// read + written, medians of 3-5 rounds: [16, 64, 112, 112] 43.5 -> 56.6, [64, 64, 112, 112] 36.5 ->
-// 48.0 (memcpy of the same bytes 52-53 and 41-42); from the L3 ([4, 64, 112, 112]) 1-2% slower,
-// so not there. Other CPUs were not measured with it.
-inline bool reads_source_ahead(store_policy policy, std::size_t bytes) noexcept {
-  return policy == store_policy::streaming && bytes > detected_caches().llc &&
-         active_amd_family() >= zen5_family;
+// Whether an nChw8c -> planar transform into 2-byte elements (the fused float -> float16 or
+// bfloat16 pass) prefetches its source in software, a few kilobytes ahead of its reads
+// (cpu_simd.ipp's scatter_chunk), on AMD Zen 5 (family 0x1A), whose hardware prefetchers alone
+// left the one stream it reads behind: `streams` (its stores streamed), where what it reads and
+// writes is more than the last-level cache holds; through the caches, where each thread reads
+// more than its L2 holds and the whole fits in the last-level cache. Measured there, one thread,
+// the fused nChw8c float -> NCHW float16 pass, GB/s read + written: streamed, medians of 3-5
+// rounds, [16, 64, 112, 112] 43.5 -> 56.6, [64, 64, 112, 112] 36.5 -> 48.0 (memcpy of the same bytes
+// 52-53 and 41-42), and from the L3 ([4, 64, 112, 112]) 1-2% slower, so not there; through the
+// caches, transforms_bench's medians of 5, [1, 64, 112, 112] (3 MiB read) 85.8 -> 97.4 (memcpy 107),
+// against 46.4 for the reorder and the cast one after the other. Other CPUs were not measured with
+// it.
+inline bool reads_source_ahead(store_policy policy, bool streams, std::size_t bytes,
+                               std::size_t bytes_per_thread) noexcept {
+  if (active_amd_family() < zen5_family) return false;
+  if (streams) return policy == store_policy::streaming && bytes > detected_caches().llc;
+  return policy == store_policy::cached && bytes_per_thread > detected_caches().l2 &&
+         bytes <= detected_caches().llc;
+}
+
+// How far ahead of its reads a cast through the caches prefetches its source, in bytes, where it
+// reads it from the L3 (cast_reads_ahead).
+inline constexpr int cast_read_ahead = 1024;
+
+// Whether float -> float16 and float -> bfloat16 through the caches prefetch their source
+// (cast_read_ahead bytes ahead), given what each thread reads: where that is more than the L2
+// holds, on AMD Zen 5 (family 0x1A), whose hardware prefetchers left those reads from the L3
+// behind. Measured there, one thread, GB/s read + written, medians of 41 rounds, without -> with:
+// [1, 64, 112, 112] (3 MiB read) float16 102.6-104.0 -> 127.2-130.7, bfloat16 102.9-104.9 ->
+// 130.3-132.9 (memcpy of the same bytes 106-118); [2, 64, 112, 112] float16 94.4-94.7 ->
+// 107.8-108.3, bfloat16 93.7-94.8 -> 105.1-108.3 (memcpy 98-121). Streamed, the casts do not read
+// ahead: what they write is then more than an eighth of the last-level cache, and from memory the
+// prefetches were 9-14% slower.
+inline bool cast_reads_ahead(std::size_t read_per_thread) noexcept {
+  return read_per_thread > detected_caches().l2 && active_amd_family() >= zen5_family;
 }
 
 namespace detail {
