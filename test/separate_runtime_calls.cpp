@@ -74,7 +74,7 @@ std::string call_members(ProgramDesc& program, Scope& scope, Executor& executor,
   out += std::to_string(scope.kid_count());
   scope.delete_scope(child);
   scope.drop_kids();
-  auto own = std::make_unique<Scope>();
+  auto own = std::make_unique<Scope>();  // its destructor, compiled once
 
   Executor moved(std::move(executor));
   executor = std::move(moved);

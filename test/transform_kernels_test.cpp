@@ -468,6 +468,20 @@ TEST_CASE("long casts of the vectorised pairs match the reference", "[transforms
   check_pair<std::int32_t, float>(n);
 }
 
+// A cast of n elements on one thread against `expected`, on every level and with stores through the
+// caches and streamed.
+void check_cast_every_level_and_store(const bytes& src, data_type from, data_type to, std::size_t n,
+                                      const bytes& expected) {
+  for (kernels::isa level : supported_isas()) {
+    kernels::isa_scope scope(level);
+    for (kernels::store_policy policy : {kernels::store_policy::cached, kernels::store_policy::streaming}) {
+      kernels::store_policy_scope stores(policy);
+      INFO("isa " << kernels::name_of(level) << ", stores " << kernels::name_of(policy));
+      CHECK(difference(run_cast(src, from, to, n, 1), expected) == "");
+    }
+  }
+}
+
 TEST_CASE("float -> float16 takes one kernel from the L1 and another beyond it, both exact",
           "[transforms][cast]") {
   // On the AVX-512 levels the cast runs the 512-bit kernel while what a thread reads and writes
@@ -496,19 +510,14 @@ TEST_CASE("float -> float16 takes one kernel from the L1 and another beyond it, 
   const bytes src = to_bytes(values), expected = reference_cast<float, float16>(values);
   for (unsigned family : {0x19u, kernels::zen5_family}) {
     kernels::amd_family_scope tuned(family);
-    for (kernels::isa level : supported_isas()) {
-      kernels::isa_scope scope(level);
-      if (level == kernels::isa::avx512 || level == kernels::isa::avx512_bf16)
+    INFO("family " << family);
+    for (kernels::isa level : {kernels::isa::avx512, kernels::isa::avx512_bf16})
+      if (kernels::isa_supported(level)) {
+        kernels::isa_scope scope(level);
         CHECK(kernels::detail::vector_cast(data_type::float32, data_type::float16, beyond_l2 * 4) !=
               kernels::detail::vector_cast(data_type::float32, data_type::float16, 1024));
-      for (kernels::store_policy policy : {kernels::store_policy::cached, kernels::store_policy::streaming}) {
-        kernels::store_policy_scope stores(policy);
-        INFO("isa " << kernels::name_of(level) << ", stores " << kernels::name_of(policy) << ", family "
-                    << family);
-        CHECK(difference(run_cast(src, data_type::float32, data_type::float16, beyond_l2, 1), expected) ==
-              "");
       }
-    }
+    check_cast_every_level_and_store(src, data_type::float32, data_type::float16, beyond_l2, expected);
   }
 }
 
@@ -651,15 +660,8 @@ TEST_CASE("float -> bfloat16 beyond the L2 takes its own blocks, which round as 
       CHECK(kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, n * 4) !=
             kernels::detail::vector_cast(data_type::float32, data_type::bfloat16, 1024));
     }
-    for (kernels::isa level : supported_isas()) {
-      kernels::isa_scope scope(level);
-      for (kernels::store_policy policy : {kernels::store_policy::cached, kernels::store_policy::streaming}) {
-        kernels::store_policy_scope stores(policy);
-        INFO("isa " << kernels::name_of(level) << ", stores " << kernels::name_of(policy) << ", family "
-                    << family);
-        CHECK(difference(run_cast(src, data_type::float32, data_type::bfloat16, n, 1), expected) == "");
-      }
-    }
+    INFO("family " << family);
+    check_cast_every_level_and_store(src, data_type::float32, data_type::bfloat16, n, expected);
   }
 }
 

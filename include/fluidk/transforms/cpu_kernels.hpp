@@ -167,8 +167,7 @@ FLUIDK_DETAIL_KERNELS_LINKAGE range_kernel vector_cast(data_type from, data_type
       }
       [[fallthrough]];
     case isa::avx512:
-      if (from == data_type::float32 && to == data_type::float16 && wide_casts_pay() &&
-          cast_reads_ahead(read_per_thread))
+      if (from == data_type::float32 && to == data_type::float16 && cast_reads_ahead(read_per_thread))
         return avx512::run_cast_f32_f16_ahead;
       return cast_prefers_avx2(from, to, read_per_thread) ? avx2::cast_kernel(from, to)
                                                           : avx512::cast_kernel(from, to);

@@ -213,7 +213,7 @@ inline bool reads_rows_ahead(store_policy policy, std::size_t bytes_per_thread) 
 inline bool reads_source_ahead(store_policy policy, bool streams, std::size_t bytes,
                                std::size_t bytes_per_thread) noexcept {
   if (active_amd_family() < zen5_family) return false;
-  if (streams) return policy == store_policy::streaming && bytes > detected_caches().llc;
+  if (streams) return bytes > detected_caches().llc;  // only the streaming policy streams
   return policy == store_policy::cached && bytes_per_thread > detected_caches().l2 &&
          bytes <= detected_caches().llc;
 }
@@ -261,9 +261,11 @@ inline store_policy active_store_policy(std::size_t bytes) noexcept {
 // not explained: its 512-bit blocks stream whole lines as float16's do).
 inline store_policy active_layout_store_policy(std::size_t written, std::size_t se, std::size_t de,
                                                std::size_t bytes, int threads) noexcept {
-  const store_policy policy = active_store_policy(written);
-  if (policy == store_policy::streaming && detail::store_policy_override.get() < 0 && threads > 1 &&
-      se == 4 && de == 4 && bytes <= detected_caches().llc && active_amd_family() >= zen5_family)
+  const int forced = detail::store_policy_override.get();
+  if (forced >= 0) return static_cast<store_policy>(forced);
+  const store_policy policy = automatic_store_policy(written);
+  if (policy == store_policy::streaming && threads > 1 && se == 4 && de == 4 &&
+      bytes <= detected_caches().llc && active_amd_family() >= zen5_family)
     return store_policy::cached;
   return policy;
 }
