@@ -228,6 +228,71 @@ Variable* held(const Tensor& t) {
 
 static_assert(decltype(boost::hana::length(conv2d::kernels))::value == 6);  // oneDNN: one entry per layout
 
+namespace {
+// A kernel that holds a value: its entry keeps the object given, while the entries of kernels
+// that hold nothing are made from types alone (operator.hpp, stateless_entries). Both kinds,
+// in one group and in groups side by side, with a kernel of two layouts among each.
+template <class T>
+struct add_held {
+  using dtype = T;
+  T value;
+  void operator()(execution_context& ctx) const {
+    Tensor out(ctx.input(0).dims(), data_type_of<T>);
+    for (std::int64_t i = 0; i < out.numel(); ++i) out.data<T>()[i] = ctx.input(0).data<T>()[i] + value;
+    ctx.output(0) = std::move(out);
+  }
+};
+template <class T>
+struct add_held_blocked : add_held<T> {
+  using layouts = boost::mp11::mp_list<layout::nChw8c, layout::nChw16c>;
+};
+struct add_mixed {
+  static constexpr std::string_view name = "add_mixed";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<std::int64_t>{}, add_held<float>{2.5f}, add_held<double>{-1.0}),
+                   kernels_on<cpu, library::onednn>(conv_onednn<float>{}), kernels_on<npu>(conv_npu<float>{}),
+                   kernels_on<npu, library::onednn>(add_held_blocked<float>{{7.0f}}));
+};
+// The same kernel types, every kernel holding nothing (only the map is read).
+struct add_stateless {
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<std::int64_t>{}, conv_plain<float>{}, conv_plain<double>{}),
+                   kernels_on<cpu, library::onednn>(conv_onednn<float>{}), kernels_on<npu>(conv_npu<float>{}),
+                   kernels_on<npu, library::onednn>(conv_onednn<float>{}));
+};
+using add_mixed_map = std::remove_cvref_t<decltype(add_mixed::kernels)>;
+using add_stateless_map = std::remove_cvref_t<decltype(add_stateless::kernels)>;
+static_assert(std::is_same_v<add_mixed_map, hana_map_of<add_mixed_map::storage_type>::type>);
+static_assert(std::is_same_v<add_stateless_map, hana_map_of<add_stateless_map::storage_type>::type>);
+static_assert(std::is_same_v<kernel_keys_of<add_mixed>, kernel_keys_of<add_stateless>>);
+static_assert(decltype(boost::hana::length(add_mixed::kernels))::value == 8);
+static_assert(boost::hana::at_key(add_mixed::kernels, boost::hana::type_c<kernel_type<cpu, float>>).value ==
+              2.5f);
+static_assert(boost::hana::at_key(add_mixed::kernels, boost::hana::type_c<kernel_type<cpu, double>>).value ==
+              -1.0);
+static_assert(
+    boost::hana::at_key(add_mixed::kernels,
+                        boost::hana::type_c<kernel_type<npu, float, layout::nChw16c, library::onednn>>)
+        .value == 7.0f);
+}  // namespace
+
+TEST_CASE("a kernel that holds a value keeps it beside kernels that hold none", "[dispatch][static]") {
+  typed_tensor<cpu, float> x({3});
+  for (int i = 0; i < 3; ++i) x.data()[i] = float(i);
+  Tensor y;
+  run<add_mixed>(target<cpu>(), inputs(x), outputs(y));
+  for (int i = 0; i < 3; ++i) CHECK(y.data<float>()[i] == float(i) + 2.5f);
+  const operator_info& info = register_operator<add_mixed>();
+  Scope scope;
+  scope.var("x").set(LoDTensor(x.tensor()));
+  const std::vector<std::vector<Variable*>> in{{&scope.get("x")}};
+  const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
+  run_operator(info, cpu_place, in, out);
+  for (int i = 0; i < 3; ++i) CHECK(scope.get("y").get<LoDTensor>().data<float>()[i] == float(i) + 2.5f);
+}
+
 TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs", "[dispatch]") {
   struct expectation {
     kernel_key expected;

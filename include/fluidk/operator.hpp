@@ -96,6 +96,38 @@ constexpr auto entries_of(const K& k, boost::mp11::mp_list<L...>) {
       kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>{k}...};
 }
 
+// Whether a kernel object holds nothing: an empty class, made and copied trivially. Every such
+// object of a type behaves as every other, so an entry built from a default-constructed one is
+// the entry built from the one given.
+// (The compilers' built-in traits: the standard ones check completeness through a dozen
+// instantiations for each kernel.)
+template <class K>
+inline constexpr bool stateless_kernel = __is_empty(K) && __is_trivially_constructible(K) &&
+                                         __is_trivially_copyable(K);
+
+// The entries of kernels that hold nothing, as types alone: what kernels_on returns for them,
+// and make_kernels default-constructs the map from. Constructing each entry from its kernel,
+// through Hana's tuples, was the larger part of an operator declaration's compile time.
+template <class... E>
+struct stateless_entries {};
+
+template <class P, class Lib, class K, class Layouts>
+struct kernel_entry_types;
+template <class P, class Lib, class K, class... L>
+struct kernel_entry_types<P, Lib, K, boost::mp11::mp_list<L...>> {
+  using type = stateless_entries<kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>...>;
+};
+
+// A group as a tuple of entries, for a map that stateful kernels make from its groups' tuples.
+template <class... E>
+constexpr boost::hana::basic_tuple<E...> entries_tuple(stateless_entries<E...>) {
+  return {};
+}
+template <class... E>
+constexpr const boost::hana::basic_tuple<E...>& entries_tuple(const boost::hana::basic_tuple<E...>& entries) {
+  return entries;
+}
+
 template <class... A, class... B, std::size_t... I, std::size_t... J>
 constexpr auto concat(const boost::hana::basic_tuple<A...>& a, const boost::hana::basic_tuple<B...>& b,
                       std::index_sequence<I...>, std::index_sequence<J...>) {
@@ -113,19 +145,32 @@ constexpr auto concat_all(const boost::hana::basic_tuple<A...>& a, const boost::
 }  // namespace detail
 
 // The map entries of the kernels of one place and library, one per kernel (and per layout a
-// kernel declares), the data type taken from each kernel: Fluid's REGISTER_OP_KERNEL.
+// kernel declares), the data type taken from each kernel: Fluid's REGISTER_OP_KERNEL. For
+// kernels that hold nothing (the usual case), the entries are types alone, and make_kernels
+// default-constructs them; a group with a kernel that holds a value keeps the objects given.
 template <class P, class Lib = library::plain, class... K>
 constexpr auto kernels_on(const K&... k) {
-  if constexpr ((detail::check_kernel_declaration<P, Lib, K>() && ...)) {
-    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))  // the common case
+  // Checked for the group at once; a kernel at a time (naming it) only when that fails.
+  constexpr bool declared = Place<P> && Library<Lib> && (DType<kernel_dtype<K>> && ...);
+  if constexpr (!declared) {
+    (detail::check_kernel_declaration<P, Lib, K>() && ...);
+    return boost::hana::make_basic_tuple();
+  } else if constexpr ((detail::stateless_kernel<K> && ...)) {  // the common case: types alone
+    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))
+      return detail::stateless_entries<detail::kernel_map_entry<
+          kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>...>{};
+    else
+      return boost::mp11::mp_append<
+          detail::stateless_entries<>,
+          typename detail::kernel_entry_types<P, Lib, K, kernel_layouts<K>>::type...>{};
+  } else {
+    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))
       return boost::hana::basic_tuple<detail::kernel_map_entry<
           kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>...>{
           detail::kernel_map_entry<
               kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>{k}...};
     else
       return detail::concat_all(detail::entries_of<P, Lib>(k, kernel_layouts<K>{})...);
-  } else {
-    return boost::hana::make_basic_tuple();
   }
 }
 
@@ -189,23 +234,36 @@ struct kernel_map_type<boost::mp11::mp_list<Key...>, std::index_sequence<I...>, 
 };
 
 // Builds the map from all entries at once; the groups are unpacked one into the next, so no
-// intermediate tuple is made.
+// intermediate tuple is made. Entries of kernels that hold nothing are default-constructed.
 struct make_checked_map {
   template <class... E>
-  constexpr auto operator()(const E&... entries) const {
-    using types = entry_types<boost::hana::basic_tuple<E...>>;
+  static constexpr bool check() {
     static_assert(
-        first_duplicate<types>::type::value,
+        first_duplicate<entry_types<boost::hana::basic_tuple<E...>>>::type::value,
         "fluidk: an operator registers the same kernel type twice (the kernel type and both kernels are "
         "named in registered_once<...>)");
-    // The map is built as hana::map<E...> from its entries, which is what hana::make_map
-    // builds after copying every entry through make_basic_tuple and its checks (a third of
-    // the cost of a declaration).
-    if constexpr (!boost::mp11::mp_is_set<typename types::keys>::value)
+    return boost::mp11::mp_is_set<typename entry_types<boost::hana::basic_tuple<E...>>::keys>::value;
+  }
+  // The map is built as hana::map<E...> from its entries, which is what hana::make_map
+  // builds after copying every entry through make_basic_tuple and its checks (a third of
+  // the cost of a declaration).
+  template <class... E>
+  using map_type = typename kernel_map_type<typename entry_types<boost::hana::basic_tuple<E...>>::keys,
+                                            std::index_sequence_for<E...>, E...>::type;
+
+  template <class... E>
+  constexpr auto operator()(const E&... entries) const {
+    if constexpr (!check<E...>())
       return boost::hana::make_map();
     else
-      return typename kernel_map_type<typename types::keys, std::index_sequence_for<E...>, E...>::type(
-          entries...);
+      return map_type<E...>(entries...);
+  }
+  template <class... E>
+  constexpr auto operator()(stateless_entries<E...>) const {
+    if constexpr (!check<E...>())
+      return boost::hana::make_map();
+    else
+      return map_type<E...>(E{}...);
   }
 };
 
@@ -225,7 +283,10 @@ constexpr auto merge_groups(const F& finish, const Group& group, const Rest&... 
 // The same kernel type registered twice is a compile error naming it and both kernels.
 template <class... Groups>
 constexpr auto make_kernels(const Groups&... groups) {
-  return detail::merge_groups(detail::make_checked_map{}, groups...);
+  if constexpr ((boost::mp11::mp_similar<detail::stateless_entries<>, Groups>::value && ...))
+    return detail::make_checked_map{}(boost::mp11::mp_append<detail::stateless_entries<>, Groups...>{});
+  else
+    return detail::merge_groups(detail::make_checked_map{}, detail::entries_tuple(groups)...);
 }
 
 // An operator type: a name, input and output slot names, and its kernel map.
