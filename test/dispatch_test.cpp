@@ -2,6 +2,7 @@
 // compile time, the runtime table generated from the same map, the expected-kernel-type
 // rules, fallback policy, listing and explain.
 #include <atomic>
+#include <boost/hana/erase_key.hpp>
 #include <catch2/catch.hpp>
 #include <deque>
 #include <fluidk/devices/cudnn_tags.hpp>
@@ -79,15 +80,23 @@ struct conv2d {
 };
 
 // make_kernels writes out the type hana::map gives its entries (operator.hpp,
-// kernel_map_type), here with a kernel of two layouts among them: it must stay that type.
+// kernel_map_type), here with a kernel of two layouts among them: the same hash table of
+// keys; kernels that hold nothing are kept as types (stateless_entries), others in
+// hana::map's own tuple, and then the map is hana::map's type.
 template <class Storage>
 struct hana_map_of;
 template <class... E>
 struct hana_map_of<boost::hana::basic_tuple<E...>> {
   using type = boost::hana::map<E...>;
 };
+template <class... E>
+struct hana_map_of<detail::stateless_entries<E...>> {
+  using type = boost::hana::map<E...>;
+};
 using conv2d_map = std::remove_cvref_t<decltype(conv2d::kernels)>;
-static_assert(std::is_same_v<conv2d_map, hana_map_of<conv2d_map::storage_type>::type>);
+static_assert(std::is_same_v<conv2d_map::hash_table_type,
+                             hana_map_of<conv2d_map::storage_type>::type::hash_table_type>);
+static_assert(boost::hana::is_a<boost::hana::map_tag, conv2d_map>);
 
 // Elementwise: doubles its input; CPU float and double only.
 template <class T>
@@ -265,7 +274,8 @@ struct add_stateless {
 using add_mixed_map = std::remove_cvref_t<decltype(add_mixed::kernels)>;
 using add_stateless_map = std::remove_cvref_t<decltype(add_stateless::kernels)>;
 static_assert(std::is_same_v<add_mixed_map, hana_map_of<add_mixed_map::storage_type>::type>);
-static_assert(std::is_same_v<add_stateless_map, hana_map_of<add_stateless_map::storage_type>::type>);
+static_assert(boost::mp11::mp_similar<add_stateless_map::storage_type, detail::stateless_entries<>>::value);
+static_assert(std::is_same_v<add_stateless_map::hash_table_type, add_mixed_map::hash_table_type>);
 static_assert(std::is_same_v<kernel_keys_of<add_mixed>, kernel_keys_of<add_stateless>>);
 static_assert(decltype(boost::hana::length(add_mixed::kernels))::value == 8);
 static_assert(boost::hana::at_key(add_mixed::kernels, boost::hana::type_c<kernel_type<cpu, float>>).value ==
@@ -278,7 +288,36 @@ static_assert(
         .value == 7.0f);
 }  // namespace
 
+// A map of kernels that hold nothing answers Hana's map operations as one that stores them.
+namespace hana = boost::hana;
+constexpr auto onednn16 = hana::type_c<kernel_type<npu, float, layout::nChw16c, library::onednn>>;
+static_assert(hana::contains(add_stateless::kernels, onednn16));
+static_assert(!hana::contains(add_stateless::kernels, hana::type_c<kernel_type<npu, double>>));
+static_assert(hana::length(add_stateless::kernels) == hana::size_c<8>);
+static_assert(
+    std::is_same_v<decltype(hana::keys(add_stateless::kernels)), decltype(hana::keys(add_mixed::kernels))>);
+static_assert(std::is_same_v<std::remove_cvref_t<decltype(hana::at_key(add_stateless::kernels, onednn16))>,
+                             conv_onednn<float>>);
+static_assert(hana::is_just(hana::find(add_stateless::kernels, hana::type_c<kernel_type<cpu, double>>)));
+static_assert(hana::is_nothing(hana::find(add_stateless::kernels,
+                                          hana::type_c<kernel_type<cpu, std::int8_t>>)));
+static_assert(hana::length(hana::values(add_stateless::kernels)) == hana::size_c<8>);
+static_assert(hana::length(hana::erase_key(add_stateless::kernels, onednn16)) == hana::size_c<7>);
+static_assert(hana::length(hana::insert(add_stateless::kernels,
+                                        hana::make_pair(hana::type_c<kernel_type<npu, double>>,
+                                                        conv_npu<double>{}))) == hana::size_c<9>);
+static_assert(hana::unpack(add_stateless::kernels,
+                           [](const auto&... entries) { return sizeof...(entries); }) == 8);
+
 TEST_CASE("a kernel that holds a value keeps it beside kernels that hold none", "[dispatch][static]") {
+  // The runtime table keeps the address of each kernel: one object for each entry type.
+  std::size_t visited = 0;
+  hana::for_each(add_stateless::kernels, [&](const auto& entry) {
+    CHECK(&hana::second(entry) == &hana::at_key(add_stateless::kernels, hana::first(entry)));
+    ++visited;
+  });
+  CHECK(visited == 8);
+
   typed_tensor<cpu, float> x({3});
   for (int i = 0; i < 3; ++i) x.data()[i] = float(i);
   Tensor y;

@@ -9,6 +9,16 @@
 #include <boost/hana/basic_tuple.hpp>
 #include <boost/hana/core/make.hpp>
 #include <boost/hana/first.hpp>
+#include <boost/hana/fwd/append.hpp>
+#include <boost/hana/fwd/concat.hpp>
+#include <boost/hana/fwd/drop_front.hpp>
+#include <boost/hana/fwd/empty.hpp>
+#include <boost/hana/fwd/find_if.hpp>
+#include <boost/hana/fwd/is_empty.hpp>
+#include <boost/hana/fwd/length.hpp>
+#include <boost/hana/fwd/remove_if.hpp>
+#include <boost/hana/fwd/transform.hpp>
+#include <boost/hana/integral_constant.hpp>
 #include <boost/hana/map.hpp>
 #include <boost/hana/second.hpp>
 #include <boost/hana/type.hpp>
@@ -106,10 +116,35 @@ inline constexpr bool stateless_kernel = __is_empty(K) && __is_trivially_constru
                                          __is_trivially_copyable(K);
 
 // The entries of kernels that hold nothing, as types alone: what kernels_on returns for them,
-// and make_kernels default-constructs the map from. Constructing each entry from its kernel,
-// through Hana's tuples, was the larger part of an operator declaration's compile time.
+// and the storage of the map make_kernels builds from them. A hana::basic_tuple of the
+// entries, built from the kernels or not, was nearly all of an operator declaration's compile
+// time (its compile-time memory, about 70 KB an entry with g++ 12, is also what the
+// compiler's garbage collector walks for the rest of the file). The map is a Hana map as
+// any other (map_tag, the same hash table of keys); its storage reads each entry from
+// stateless_entry, one object per entry type, so that every address taken stays valid.
+struct stateless_entries_tag {};
 template <class... E>
-struct stateless_entries {};
+struct stateless_entries {
+  using hana_tag = stateless_entries_tag;
+};
+template <class E>
+inline constexpr E stateless_entry{};
+
+// The same entries as a tuple that holds them, for the Hana algorithms that build a sequence
+// from a map's storage (keys, values, insert, erase_key, find).
+template <class... E>
+constexpr boost::hana::basic_tuple<E...> entries_tuple(stateless_entries<E...>) {
+  return boost::hana::basic_tuple<E...>{stateless_entry<E>...};
+}
+
+template <std::size_t I, class... E>
+constexpr const auto& entry_at(const stateless_entries<E...>&) noexcept {
+  return stateless_entry<boost::mp11::mp_at_c<boost::mp11::mp_list<E...>, I>>;
+}
+template <std::size_t I, class... E>
+constexpr const auto& entry_at(const boost::hana::basic_tuple<E...>& entries) noexcept {
+  return boost::hana::at_c<I>(entries);
+}
 
 template <class P, class Lib, class K, class Layouts>
 struct kernel_entry_types;
@@ -119,12 +154,8 @@ struct kernel_entry_types<P, Lib, K, boost::mp11::mp_list<L...>> {
 };
 
 // A group as a tuple of entries, for a map that stateful kernels make from its groups' tuples.
-template <class... E>
-constexpr boost::hana::basic_tuple<E...> entries_tuple(stateless_entries<E...>) {
-  return {};
-}
-template <class... E>
-constexpr const boost::hana::basic_tuple<E...>& entries_tuple(const boost::hana::basic_tuple<E...>& entries) {
+template <class Entries>
+constexpr const Entries& entries_tuple(const Entries& entries) {
   return entries;
 }
 
@@ -223,18 +254,20 @@ namespace detail {
 // type itself. Hana finds each hash by reading the key back out of the tuple of entries, an
 // at_c over all the entries and a hana::first for each; the keys are known here, so the type
 // is written out. bench/compile's 200 operators of 16 kernels: 10.6 -> 9.0 s with g++ 12 -O2
-// (the fastest of 5 rounds each). test/dispatch_test.cpp checks that it is hana::map's type.
-template <class Keys, class Indices, class... E>
+// (the fastest of 5 rounds each). The storage is a basic_tuple of the entries, and the map
+// then hana::map's type, or stateless_entries for kernels that hold nothing, and the map then
+// a Hana map of the same hash table; test/dispatch_test.cpp checks both.
+template <class Keys, class Indices, class Storage>
 struct kernel_map_type;
-template <class... Key, std::size_t... I, class... E>
-struct kernel_map_type<boost::mp11::mp_list<Key...>, std::index_sequence<I...>, E...> {
+template <class... Key, std::size_t... I, class Storage>
+struct kernel_map_type<boost::mp11::mp_list<Key...>, std::index_sequence<I...>, Storage> {
   using type =
       boost::hana::detail::map_impl<boost::hana::detail::hash_table<boost::hana::detail::bucket<Key, I>...>,
-                                    boost::hana::basic_tuple<E...>>;
+                                    Storage>;
 };
 
 // Builds the map from all entries at once; the groups are unpacked one into the next, so no
-// intermediate tuple is made. Entries of kernels that hold nothing are default-constructed.
+// intermediate tuple is made. The entries of kernels that hold nothing stay types.
 struct make_checked_map {
   template <class... E>
   static constexpr bool check() {
@@ -247,23 +280,23 @@ struct make_checked_map {
   // The map is built as hana::map<E...> from its entries, which is what hana::make_map
   // builds after copying every entry through make_basic_tuple and its checks (a third of
   // the cost of a declaration).
-  template <class... E>
+  template <template <class...> class Storage, class... E>
   using map_type = typename kernel_map_type<typename entry_types<boost::hana::basic_tuple<E...>>::keys,
-                                            std::index_sequence_for<E...>, E...>::type;
+                                            std::index_sequence_for<E...>, Storage<E...>>::type;
 
   template <class... E>
   constexpr auto operator()(const E&... entries) const {
     if constexpr (!check<E...>())
       return boost::hana::make_map();
     else
-      return map_type<E...>(entries...);
+      return map_type<boost::hana::basic_tuple, E...>(entries...);
   }
   template <class... E>
-  constexpr auto operator()(stateless_entries<E...>) const {
+  constexpr auto operator()(stateless_entries<E...> entries) const {
     if constexpr (!check<E...>())
       return boost::hana::make_map();
     else
-      return map_type<E...>(E{}...);
+      return map_type<stateless_entries, E...>(static_cast<stateless_entries<E...>&&>(entries));
   }
 };
 
@@ -434,6 +467,10 @@ template <class... Key, class... K>
 struct storage_keys<boost::hana::basic_tuple<kernel_map_entry<Key, K>...>> {
   using type = boost::mp11::mp_list<Key...>;
 };
+template <class... Key, class... K>
+struct storage_keys<stateless_entries<kernel_map_entry<Key, K>...>> {
+  using type = boost::mp11::mp_list<Key...>;
+};
 template <class Map>
 requires requires { typename storage_keys<typename Map::storage_type>::type; }
 struct map_keys<Map> {
@@ -523,5 +560,86 @@ struct boost::hana::make_impl<fluidk::detail::kernel_map_entry_tag> {
   static constexpr auto apply(Key&&, K&& kernel) {
     return fluidk::detail::kernel_map_entry<typename std::decay_t<Key>::type, std::decay_t<K>>{
         static_cast<K&&>(kernel)};
+  }
+};
+
+// The storage of a map of kernels that hold nothing (stateless_entries) as Hana sees it: an
+// Iterable and Foldable whose elements are the stateless_entry objects; the algorithms that
+// build a new sequence from it work on the tuple of the same entries.
+template <>
+struct boost::hana::at_impl<fluidk::detail::stateless_entries_tag> {
+  template <class... E, class N>
+  static constexpr const auto& apply(const fluidk::detail::stateless_entries<E...>& entries,
+                                     const N&) noexcept {
+    return fluidk::detail::entry_at<N::value>(entries);
+  }
+};
+template <>
+struct boost::hana::drop_front_impl<fluidk::detail::stateless_entries_tag> {
+  template <class... E, class N>
+  static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&, const N&) noexcept {
+    return boost::mp11::mp_drop_c<fluidk::detail::stateless_entries<E...>, N::value>{};
+  }
+};
+template <>
+struct boost::hana::is_empty_impl<fluidk::detail::stateless_entries_tag> {
+  template <class... E>
+  static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&) noexcept {
+    return boost::hana::bool_c<sizeof...(E) == 0>;
+  }
+};
+template <>
+struct boost::hana::length_impl<fluidk::detail::stateless_entries_tag> {
+  template <class... E>
+  static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&) noexcept {
+    return boost::hana::size_c<sizeof...(E)>;
+  }
+};
+template <>
+struct boost::hana::unpack_impl<fluidk::detail::stateless_entries_tag> {
+  template <class... E, class F>
+  static constexpr decltype(auto) apply(const fluidk::detail::stateless_entries<E...>&, F&& f) {
+    return static_cast<F&&>(f)(fluidk::detail::stateless_entry<E>...);
+  }
+};
+template <>
+struct boost::hana::transform_impl<fluidk::detail::stateless_entries_tag> {
+  template <class Entries, class F>
+  static constexpr auto apply(const Entries& entries, F&& f) {
+    return boost::hana::transform(fluidk::detail::entries_tuple(entries), static_cast<F&&>(f));
+  }
+};
+// A MonadPlus (what append and remove_if ask of a sequence): its empty value holds no
+// entries, and a concatenation is that of the tuples of both.
+template <>
+struct boost::hana::empty_impl<fluidk::detail::stateless_entries_tag> {
+  static constexpr fluidk::detail::stateless_entries<> apply() noexcept { return {}; }
+};
+template <>
+struct boost::hana::concat_impl<fluidk::detail::stateless_entries_tag> {
+  template <class Entries, class Other>
+  static constexpr auto apply(const Entries& entries, const Other& other) {
+    return boost::hana::concat(fluidk::detail::entries_tuple(entries), fluidk::detail::entries_tuple(other));
+  }
+};
+template <>
+struct boost::hana::append_impl<fluidk::detail::stateless_entries_tag> {
+  template <class Entries, class X>
+  static constexpr auto apply(const Entries& entries, X&& x) {
+    return boost::hana::append(fluidk::detail::entries_tuple(entries), static_cast<X&&>(x));
+  }
+};
+template <>
+struct boost::hana::remove_if_impl<fluidk::detail::stateless_entries_tag> {
+  template <class Entries, class Pred>
+  static constexpr auto apply(const Entries& entries, Pred&& pred) {
+    return boost::hana::remove_if(fluidk::detail::entries_tuple(entries), static_cast<Pred&&>(pred));
+  }
+};
+template <>
+struct boost::hana::find_if_impl<fluidk::detail::stateless_entries_tag> {
+  template <class Entries, class Pred>
+  static constexpr auto apply(const Entries& entries, Pred&& pred) {
+    return boost::hana::find_if(fluidk::detail::entries_tuple(entries), static_cast<Pred&&>(pred));
   }
 };

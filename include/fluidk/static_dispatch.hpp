@@ -405,7 +405,7 @@ FLUIDK_DETAIL_INLINE void run(const Target& t, const input_pack<In...>& in, cons
                             on_device(chosen.chosen, t.context().place()));
     // The chosen index is the kernel's place among the map's entries (registered_keys lists
     // them in that order): the entry is read there, without at_key's search of the hash table.
-    const auto& kernel = boost::hana::at_c<chosen.index>(Op::kernels.storage).kernel;
+    const auto& kernel = detail::entry_at<chosen.index>(Op::kernels.storage).kernel;
     static_assert(Kernel<std::remove_cvref_t<decltype(kernel)>>,
                   "fluidk: a kernel must be callable as kernel(execution_context&) on a const object");
     detail::invoke_static<Op, key>(kernel, t, in, out, attrs);
