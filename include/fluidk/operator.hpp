@@ -177,8 +177,8 @@ constexpr auto concat_all(const boost::hana::basic_tuple<A...>& a, const boost::
 
 // The map entries of the kernels of one place and library, one per kernel (and per layout a
 // kernel declares), the data type taken from each kernel: Fluid's REGISTER_OP_KERNEL. For
-// kernels that hold nothing (the usual case), the entries are types alone, and make_kernels
-// default-constructs them; a group with a kernel that holds a value keeps the objects given.
+// kernels that hold nothing (the usual case), the entries are types alone, and so they stay in
+// the map make_kernels builds; a group with a kernel that holds a value keeps the objects given.
 template <class P, class Lib = library::plain, class... K>
 constexpr auto kernels_on(const K&... k) {
   // Checked for the group at once; a kernel at a time (naming it) only when that fails.
@@ -277,9 +277,9 @@ struct make_checked_map {
         "named in registered_once<...>)");
     return boost::mp11::mp_is_set<typename entry_types<boost::hana::basic_tuple<E...>>::keys>::value;
   }
-  // The map is built as hana::map<E...> from its entries, which is what hana::make_map
-  // builds after copying every entry through make_basic_tuple and its checks (a third of
-  // the cost of a declaration).
+  // A map of entries that hold kernels is built as hana::map<E...> from its entries, which is
+  // what hana::make_map builds after copying every entry through make_basic_tuple and its
+  // checks (a third of the cost of a declaration).
   template <template <class...> class Storage, class... E>
   using map_type = typename kernel_map_type<typename entry_types<boost::hana::basic_tuple<E...>>::keys,
                                             std::index_sequence_for<E...>, Storage<E...>>::type;
