@@ -308,6 +308,19 @@ static_assert(hana::length(hana::insert(add_stateless::kernels,
                                                         conv_npu<double>{}))) == hana::size_c<9>);
 static_assert(hana::unpack(add_stateless::kernels,
                            [](const auto&... entries) { return sizeof...(entries); }) == 8);
+static_assert(hana::length(hana::drop_front(add_stateless::kernels.storage, hana::size_c<3>)) ==
+              hana::size_c<5>);
+static_assert(hana::is_empty(hana::drop_front(add_stateless::kernels.storage, hana::size_c<20>)));
+// A group of no kernels (a backend left out of the build gives an empty tuple) keeps the map
+// one of types.
+struct add_with_empty_group {
+  static constexpr auto kernels =
+      make_kernels(kernels_on<cpu>(conv_plain<float>{}), hana::make_basic_tuple(), kernels_on<npu>());
+};
+static_assert(
+    boost::mp11::mp_similar<std::remove_cvref_t<decltype(add_with_empty_group::kernels)>::storage_type,
+                            detail::stateless_entries<>>::value);
+static_assert(hana::length(add_with_empty_group::kernels) == hana::size_c<1>);
 
 TEST_CASE("a kernel that holds a value keeps it beside kernels that hold none", "[dispatch][static]") {
   // The runtime table keeps the address of each kernel: one object for each entry type.

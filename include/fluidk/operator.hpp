@@ -131,7 +131,8 @@ template <class E>
 inline constexpr E stateless_entry{};
 
 // The same entries as a tuple that holds them, for the Hana algorithms that build a sequence
-// from a map's storage (keys, values, insert, erase_key, find).
+// from a map's storage (keys, values, insert, erase_key, find_if), and for a map that also has
+// a kernel holding a value.
 template <class... E>
 constexpr boost::hana::basic_tuple<E...> entries_tuple(stateless_entries<E...>) {
   return boost::hana::basic_tuple<E...>{stateless_entry<E>...};
@@ -151,6 +152,17 @@ struct kernel_entry_types;
 template <class P, class Lib, class K, class... L>
 struct kernel_entry_types<P, Lib, K, boost::mp11::mp_list<L...>> {
   using type = stateless_entries<kernel_map_entry<kernel_type<P, kernel_dtype<K>, L, Lib>, K>...>;
+};
+
+// A group of no kernels (an empty tuple: a backend left out of the build, or a group that
+// failed its checks) is a group of types as well.
+template <class Group>
+struct types_group {
+  using type = Group;
+};
+template <>
+struct types_group<boost::hana::basic_tuple<>> {
+  using type = stateless_entries<>;
 };
 
 // A group as a tuple of entries, for a map that stateful kernels make from its groups' tuples.
@@ -266,8 +278,10 @@ struct kernel_map_type<boost::mp11::mp_list<Key...>, std::index_sequence<I...>, 
                                     Storage>;
 };
 
-// Builds the map from all entries at once; the groups are unpacked one into the next, so no
-// intermediate tuple is made. The entries of kernels that hold nothing stay types.
+// Builds the map from all entries at once. Groups of kernels that hold nothing are merged as
+// type lists, and their entries stay types. A map with a kernel that holds a value is built
+// from tuples: every group's (a group of types becomes the tuple of its entries), unpacked one
+// into the next, so that no tuple of all entries is made before the map's own.
 struct make_checked_map {
   template <class... E>
   static constexpr bool check() {
@@ -316,8 +330,11 @@ constexpr auto merge_groups(const F& finish, const Group& group, const Rest&... 
 // The same kernel type registered twice is a compile error naming it and both kernels.
 template <class... Groups>
 constexpr auto make_kernels(const Groups&... groups) {
-  if constexpr ((boost::mp11::mp_similar<detail::stateless_entries<>, Groups>::value && ...))
-    return detail::make_checked_map{}(boost::mp11::mp_append<detail::stateless_entries<>, Groups...>{});
+  if constexpr ((boost::mp11::mp_similar<detail::stateless_entries<>,
+                                         typename detail::types_group<Groups>::type>::value &&
+                 ...))
+    return detail::make_checked_map{}(
+        boost::mp11::mp_append<detail::stateless_entries<>, typename detail::types_group<Groups>::type...>{});
   else
     return detail::merge_groups(detail::make_checked_map{}, detail::entries_tuple(groups)...);
 }
@@ -578,7 +595,9 @@ template <>
 struct boost::hana::drop_front_impl<fluidk::detail::stateless_entries_tag> {
   template <class... E, class N>
   static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&, const N&) noexcept {
-    return boost::mp11::mp_drop_c<fluidk::detail::stateless_entries<E...>, N::value>{};
+    // Past the end, the empty sequence (as Hana's own sequences do).
+    constexpr std::size_t n = N::value < sizeof...(E) ? N::value : sizeof...(E);
+    return boost::mp11::mp_drop_c<fluidk::detail::stateless_entries<E...>, n>{};
   }
 };
 template <>
