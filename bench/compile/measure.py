@@ -6,6 +6,9 @@ all of them alike, and each figure takes the median over the rounds.
 Files compiled:
   ops<n>.cpp      n = 25, 50, 100, 200 operators of 16 kernels, one static dispatch site each
                   (generate.py), compiled to an object with -O2; 3 rounds.
+  floor<n>.cpp    n = 100, 200: the same operators without fluidk's dispatch (generate.py N OUT
+                  floor): the 16 kernels as static members, each call site building the context
+                  by hand and calling the kernel; the same way, in the same rounds.
   baseline.cpp    the headers from outside include/fluidk that fluidk's own headers include
                   directly in fluidk/executor.hpp's include tree, in the order the compiler
                   first reads them: the compiler's -H listing of a file that includes
@@ -33,6 +36,10 @@ Prints a line per file, then the figures:
   RATIO compile.hundred_ops.vs_baseline <r>  (t(200 operators) - t(100 operators)) / t(baseline.cpp):
                                              the cost of 100 more operators at -O2, in units of
                                              the -fsyntax-only time of the baseline
+  VALUE compile.floor_marginal_ms_per_op <ms>  (t(floor200) - t(floor100)) / 100
+  RATIO compile.hundred_ops.vs_floor <r>     (t(200 operators) - t(100 operators)) /
+                                             (t(floor200) - t(floor100)): what 100 operators cost
+                                             through fluidk against the same without it
 Every t is a median over the rounds. A figure whose file did not compile is printed as
 "missing" with the reason, and the script then exits 1.
 Usage: measure.py <source root> <work dir> [compiler]"""
@@ -43,6 +50,7 @@ import sys
 import time
 
 OP_COUNTS = (25, 50, 100, 200)
+FLOOR_COUNTS = (100, 200)
 OP_ROUNDS = 3
 HEADER_ROUNDS = 5
 
@@ -132,6 +140,11 @@ def main():
         subprocess.run([sys.executable, generate, str(n), source], check=True)
         commands["ops%d" % n] = [compiler, "-std=c++20", "-O2", "-I" + include_dir, "-c", source,
                                  "-o", os.path.join(work, "ops%d.o" % n)]
+    for n in FLOOR_COUNTS:
+        source = os.path.join(work, "floor%d.cpp" % n)
+        subprocess.run([sys.executable, generate, str(n), source, "floor"], check=True)
+        commands["floor%d" % n] = [compiler, "-std=c++20", "-O2", "-I" + include_dir, "-c", source,
+                                   "-o", os.path.join(work, "floor%d.o" % n)]
     syntax = [compiler, "-std=c++20", "-fsyntax-only", "-I" + include_dir]
     executor = write("executor.cpp", "#include <fluidk/executor.hpp>\n")
     headers = []
@@ -152,7 +165,7 @@ def main():
     peaks = {name: 0 for name in commands}
     for round_ in range(max(OP_ROUNDS, HEADER_ROUNDS)):
         for name, command in commands.items():
-            if name in failed or (name.startswith("ops") and round_ >= OP_ROUNDS):
+            if name in failed or (name.startswith(("ops", "floor")) and round_ >= OP_ROUNDS):
                 continue
             try:
                 seconds, peak_kib = timed(command)
@@ -171,6 +184,11 @@ def main():
         if name in t:
             print("compile: %4d operators x 16 kernels: %7.2f s (%s), peak %5.0f MiB, %6.1f ms per operator" %
                   (n, t[name], spread(name), peaks[name] / 1024, 1000 * t[name] / n))
+    for n in FLOOR_COUNTS:
+        name = "floor%d" % n
+        if name in t:
+            print("compile: %4d operators x 16 kernels without fluidk's dispatch (the floor): %7.2f s (%s), "
+                  "peak %5.0f MiB" % (n, t[name], spread(name), peaks[name] / 1024))
     if headers:
         print("compile: baseline: the %d headers from outside fluidk that fluidk's headers include "
               "directly in fluidk/executor.hpp's tree: %s" %
@@ -207,6 +225,10 @@ def main():
            lambda: t["separate"] / t["baseline"], "%.2f")
     figure("RATIO", "hundred_ops.vs_baseline", ["ops100", "ops200", "baseline"],
            lambda: (t["ops200"] - t["ops100"]) / t["baseline"], "%.2f")
+    figure("VALUE", "floor_marginal_ms_per_op", ["floor100", "floor200"],
+           lambda: 10 * (t["floor200"] - t["floor100"]), "%.1f")
+    figure("RATIO", "hundred_ops.vs_floor", ["ops100", "ops200", "floor100", "floor200"],
+           lambda: (t["ops200"] - t["ops100"]) / (t["floor200"] - t["floor100"]), "%.2f")
     return 1 if failed else 0
 
 
