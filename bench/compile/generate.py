@@ -37,43 +37,32 @@ struct nhwc_kernel {{
 }}  // namespace bench
 """
 
-OPERATOR = """
+# An operator's kernels, by group: the kernels_on arguments and the kernel template, and the
+# data types of its kernels, in declaration order. Both files are made from this list.
+GROUPS = (
+    ("cpu", "plain_kernel", ("float", "double", "float16", "bfloat16", "std::int8_t", "std::uint8_t",
+                             "std::int16_t", "std::int32_t", "std::int64_t", "bool")),
+    ("cpu, library::onednn", "blocked_kernel", ("float", "bfloat16", "std::int8_t")),
+    ("cpu, library::cudnn", "nhwc_kernel", ("float", "float16", "double")),
+)
+
+# What an operator declares besides its kernels.
+OPERATOR_START = """
 namespace bench {{
 struct op{i} {{
   static constexpr std::string_view name = "op{i}";
   static constexpr std::array<std::string_view, 1> inputs{{"X"}};
   static constexpr std::array<std::string_view, 1> outputs{{"Out"}};
-  static constexpr auto kernels = make_kernels(
-      fluidk::kernels_on<cpu>(plain_kernel<float, {i}>{{}}, plain_kernel<double, {i}>{{}}, plain_kernel<float16, {i}>{{}},
-                           plain_kernel<bfloat16, {i}>{{}}, plain_kernel<std::int8_t, {i}>{{}},
-                           plain_kernel<std::uint8_t, {i}>{{}}, plain_kernel<std::int16_t, {i}>{{}},
-                           plain_kernel<std::int32_t, {i}>{{}}, plain_kernel<std::int64_t, {i}>{{}},
-                           plain_kernel<bool, {i}>{{}}),
-      fluidk::kernels_on<cpu, library::onednn>(blocked_kernel<float, {i}>{{}}, blocked_kernel<bfloat16, {i}>{{}},
-                                            blocked_kernel<std::int8_t, {i}>{{}}),
-      fluidk::kernels_on<cpu, library::cudnn>(nhwc_kernel<float, {i}>{{}}, nhwc_kernel<float16, {i}>{{}},
-                                           nhwc_kernel<double, {i}>{{}}));
-}};
+"""
+
+CALL = """}};
 void call{i}(const fluidk::typed_tensor<fluidk::cpu, float>& x, fluidk::Tensor& y) {{
   fluidk::run<op{i}>(fluidk::target<fluidk::cpu>(), fluidk::inputs(x), fluidk::outputs(y));
 }}
 }}  // namespace bench
 """
 
-# The kernels of an operator, in the order OPERATOR declares them.
-KERNELS = (["plain_kernel<%s, {i}>" % t for t in ("float", "double", "float16", "bfloat16", "std::int8_t",
-                                                 "std::uint8_t", "std::int16_t", "std::int32_t",
-                                                 "std::int64_t", "bool")] +
-           ["blocked_kernel<%s, {i}>" % t for t in ("float", "bfloat16", "std::int8_t")] +
-           ["nhwc_kernel<%s, {i}>" % t for t in ("float", "float16", "double")])
-
-FLOOR_OPERATOR = """
-namespace bench {{
-struct op{i} {{
-  static constexpr std::string_view name = "op{i}";
-  static constexpr std::array<std::string_view, 1> inputs{{"X"}};
-  static constexpr std::array<std::string_view, 1> outputs{{"Out"}};
-{members}}};
+FLOOR_CALL = """}};
 void call{i}(const fluidk::typed_tensor<fluidk::cpu, float>& x, fluidk::Tensor& y) {{
   static constexpr std::array<std::uint32_t, 2> one{{0, 1}};
   std::array<kernel_arg, 1> in{{kernel_arg(&x.tensor())}};
@@ -86,18 +75,31 @@ void call{i}(const fluidk::typed_tensor<fluidk::cpu, float>& x, fluidk::Tensor& 
 """
 
 
+def operator(i):
+    """Operator i: its kernel map built from its kernels_on groups, and its static call."""
+    groups = ",\n".join("      fluidk::kernels_on<%s>(%s)" % (where, ", ".join(
+        "%s<%s, %d>{}" % (kernel, t, i) for t in types)) for where, kernel, types in GROUPS)
+    return (OPERATOR_START.format(i=i) + "  static constexpr auto kernels = make_kernels(\n" + groups + ");\n" +
+            CALL.format(i=i))
+
+
+def floor_operator(i):
+    """Operator i without fluidk's dispatch: its kernels as static members k0, k1, ..., and a
+    call site that builds the context by hand and calls k0."""
+    kernels = ["%s<%s, %d>" % (kernel, t, i) for _, kernel, types in GROUPS for t in types]
+    members = "".join("  static constexpr %s k%d{};\n" % (k, j) for j, k in enumerate(kernels))
+    return OPERATOR_START.format(i=i) + members + FLOOR_CALL.format(i=i)
+
+
 def main():
     n = int(sys.argv[1])
     out = sys.argv[2]
-    floor = len(sys.argv) > 3 and sys.argv[3] == "floor"
+    make = floor_operator if len(sys.argv) > 3 and sys.argv[3] == "floor" else operator
     with open(out, "w", encoding="utf-8") as f:
         f.write(HEADER.format(n=n))
         for i in range(n):
-            if floor:
-                members = "".join("  static constexpr %s k%d{{}};\n" % (k, j) for j, k in enumerate(KERNELS))
-                f.write(FLOOR_OPERATOR.format(i=i, members=members.format(i=i)))
-            else:
-                f.write(OPERATOR.format(i=i))
+            f.write(make(i))
+
 
 if __name__ == "__main__":
     main()
