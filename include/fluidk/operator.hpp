@@ -147,6 +147,11 @@ constexpr const auto& entry_at(const boost::hana::basic_tuple<E...>& entries) no
   return boost::hana::at_c<I>(entries);
 }
 
+// The entry of a kernel that declares one layout (the common case).
+template <class P, class Lib, class K>
+using one_layout_entry =
+    kernel_map_entry<kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>;
+
 template <class P, class Lib, class K, class Layouts>
 struct kernel_entry_types;
 template <class P, class Lib, class K, class... L>
@@ -195,23 +200,21 @@ template <class P, class Lib = library::plain, class... K>
 constexpr auto kernels_on(const K&... k) {
   // Checked for the group at once; a kernel at a time (naming it) only when that fails.
   constexpr bool declared = Place<P> && Library<Lib> && (DType<kernel_dtype<K>> && ...);
+  constexpr bool one_layout_each = ((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...);
   if constexpr (!declared) {
     (detail::check_kernel_declaration<P, Lib, K>() && ...);
     return boost::hana::make_basic_tuple();
   } else if constexpr ((detail::stateless_kernel<K> && ...)) {  // the common case: types alone
-    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))
-      return detail::stateless_entries<detail::kernel_map_entry<
-          kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>...>{};
+    if constexpr (one_layout_each)
+      return detail::stateless_entries<detail::one_layout_entry<P, Lib, K>...>{};
     else
       return boost::mp11::mp_append<
           detail::stateless_entries<>,
           typename detail::kernel_entry_types<P, Lib, K, kernel_layouts<K>>::type...>{};
   } else {
-    if constexpr (((boost::mp11::mp_size<kernel_layouts<K>>::value == 1) && ...))
-      return boost::hana::basic_tuple<detail::kernel_map_entry<
-          kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>...>{
-          detail::kernel_map_entry<
-              kernel_type<P, kernel_dtype<K>, boost::mp11::mp_front<kernel_layouts<K>>, Lib>, K>{k}...};
+    if constexpr (one_layout_each)
+      return boost::hana::basic_tuple<detail::one_layout_entry<P, Lib, K>...>{
+          detail::one_layout_entry<P, Lib, K>{k}...};
     else
       return detail::concat_all(detail::entries_of<P, Lib>(k, kernel_layouts<K>{})...);
   }
