@@ -311,6 +311,36 @@ static_assert(hana::unpack(add_stateless::kernels,
 static_assert(hana::length(hana::drop_front(add_stateless::kernels.storage, hana::size_c<3>)) ==
               hana::size_c<5>);
 static_assert(hana::is_empty(hana::drop_front(add_stateless::kernels.storage, hana::size_c<20>)));
+// transform's function and remove_if's predicate see each entry itself, as at gives it (a
+// function that takes an lvalue reference, a pointer that stays valid); concat keeps the kind.
+constexpr auto stateless_storage = add_stateless::kernels.storage;
+static_assert(hana::at_c<5>(hana::transform(stateless_storage, [](auto& entry) { return &entry; })) ==
+              &hana::at_c<5>(stateless_storage));
+static_assert(hana::length(hana::remove_if(stateless_storage, [](auto& entry) {
+                return hana::first(entry) == onednn16;
+              })) == hana::size_c<7>);
+static_assert(boost::mp11::mp_similar<decltype(hana::concat(stateless_storage, stateless_storage)),
+                                      detail::stateless_entries<>>::value);
+static_assert(hana::length(hana::concat(stateless_storage, stateless_storage)) == hana::size_c<16>);
+// A kernel that holds nothing and whose default constructor is explicit: its entry is made by a
+// direct call of that constructor.
+struct negate_explicit {
+  using dtype = float;
+  explicit negate_explicit() = default;
+  void operator()(execution_context& ctx) const {
+    Tensor out(ctx.input(0).dims(), data_type::float32);
+    for (std::int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = -ctx.input(0).data<float>()[i];
+    ctx.output(0) = std::move(out);
+  }
+};
+struct negate_op {
+  static constexpr std::string_view name = "negate_explicit";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(negate_explicit{}));
+};
+static_assert(boost::mp11::mp_similar<std::remove_cvref_t<decltype(negate_op::kernels)>::storage_type,
+                                      detail::stateless_entries<>>::value);
 // A group of no kernels (a backend left out of the build gives an empty tuple) keeps the map
 // one of types.
 struct add_with_empty_group {
@@ -343,6 +373,12 @@ TEST_CASE("a kernel that holds a value keeps it beside kernels that hold none", 
   const std::vector<std::vector<Variable*>> out{{&scope.var("y")}};
   run_operator(info, cpu_place, in, out);
   for (int i = 0; i < 3; ++i) CHECK(scope.get("y").get<LoDTensor>().data<float>()[i] == float(i) + 2.5f);
+
+  Tensor z;
+  run<negate_op>(target<cpu>(), inputs(x), outputs(z));
+  for (int i = 0; i < 3; ++i) CHECK(z.data<float>()[i] == -float(i));
+  run_operator(register_operator<negate_op>(), cpu_place, in, out);
+  for (int i = 0; i < 3; ++i) CHECK(scope.get("y").get<LoDTensor>().data<float>()[i] == -float(i));
 }
 
 TEST_CASE("Fluid's multi-kernel case: only the kernel of the expected key runs", "[dispatch]") {

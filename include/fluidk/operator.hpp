@@ -23,6 +23,7 @@
 #include <boost/hana/second.hpp>
 #include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
+#include <boost/hana/value.hpp>
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/bind.hpp>
 #include <boost/mp11/list.hpp>
@@ -127,8 +128,9 @@ template <class... E>
 struct stateless_entries {
   using hana_tag = stateless_entries_tag;
 };
+// (The kernel made by a direct call of its default constructor, which may be explicit.)
 template <class E>
-inline constexpr E stateless_entry{};
+inline constexpr E stateless_entry{decltype(E::kernel)()};
 
 // The same entries as a tuple that holds them, for the Hana algorithms that build a sequence
 // from a map's storage (keys, values, insert, erase_key, find_if), and for a map that also has
@@ -624,24 +626,28 @@ struct boost::hana::unpack_impl<fluidk::detail::stateless_entries_tag> {
     return static_cast<F&&>(f)(fluidk::detail::stateless_entry<E>...);
   }
 };
+// The function sees each stateless_entry, as at and unpack give it (not a temporary copy).
 template <>
 struct boost::hana::transform_impl<fluidk::detail::stateless_entries_tag> {
-  template <class Entries, class F>
-  static constexpr auto apply(const Entries& entries, F&& f) {
-    return boost::hana::transform(fluidk::detail::entries_tuple(entries), static_cast<F&&>(f));
+  template <class... E, class F>
+  static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&, const F& f) {
+    return boost::hana::make_basic_tuple(f(fluidk::detail::stateless_entry<E>)...);
   }
 };
-// A MonadPlus (what append and remove_if ask of a sequence): its empty value holds no
-// entries, and a concatenation is that of the tuples of both.
+// empty and concat: what Hana's concept checks ask of a sequence (MonadPlus) before append and
+// remove_if. The storage is no Sequence: it has the algorithms here, and Hana's map uses no
+// others on it (filter, prepend, reverse or zip do not apply to it).
 template <>
 struct boost::hana::empty_impl<fluidk::detail::stateless_entries_tag> {
   static constexpr fluidk::detail::stateless_entries<> apply() noexcept { return {}; }
 };
 template <>
 struct boost::hana::concat_impl<fluidk::detail::stateless_entries_tag> {
-  template <class Entries, class Other>
-  static constexpr auto apply(const Entries& entries, const Other& other) {
-    return boost::hana::concat(fluidk::detail::entries_tuple(entries), fluidk::detail::entries_tuple(other));
+  template <class... E, class... F>
+  static constexpr fluidk::detail::stateless_entries<E..., F...> apply(
+      const fluidk::detail::stateless_entries<E...>&,
+      const fluidk::detail::stateless_entries<F...>&) noexcept {
+    return {};
   }
 };
 template <>
@@ -651,11 +657,20 @@ struct boost::hana::append_impl<fluidk::detail::stateless_entries_tag> {
     return boost::hana::append(fluidk::detail::entries_tuple(entries), static_cast<X&&>(x));
   }
 };
+// The predicate sees each stateless_entry (as transform's function does) and answers at
+// compile time, as Hana asks of a predicate over a sequence.
 template <>
 struct boost::hana::remove_if_impl<fluidk::detail::stateless_entries_tag> {
-  template <class Entries, class Pred>
-  static constexpr auto apply(const Entries& entries, Pred&& pred) {
-    return boost::hana::remove_if(fluidk::detail::entries_tuple(entries), static_cast<Pred&&>(pred));
+  template <class Pred>
+  struct removed {
+    template <class E>
+    using fn = boost::mp11::mp_bool<
+        boost::hana::value<decltype(std::declval<const Pred&>()(fluidk::detail::stateless_entry<E>))>()>;
+  };
+  template <class... E, class Pred>
+  static constexpr auto apply(const fluidk::detail::stateless_entries<E...>&, const Pred&) {
+    return fluidk::detail::entries_tuple(
+        boost::mp11::mp_remove_if_q<fluidk::detail::stateless_entries<E...>, removed<Pred>>{});
   }
 };
 template <>
