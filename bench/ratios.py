@@ -96,9 +96,10 @@ def onednn_implementations(report, network=False):
             for key, b in medians(report, network) if key[1] == "onednn" and b.get("label")}
 
 
-def ratio_line(name, value, at, shown, implementations, markdown):
-    """A RATIO line: where its smallest value was (at, shown as `shown`) and, against oneDNN, the
-    implementation oneDNN ran there."""
+def ratio_line(name, value, at, shown, implementations, markdown, l2_note=""):
+    """A RATIO line: where its smallest value was (at, shown as `shown`), against oneDNN the
+    implementation oneDNN ran there, and for a figure over the sizes above L2, `l2_note` (where
+    the L2 size was assumed)."""
     line = "RATIO %s %.3f" % (name, value)
     if markdown:
         return line
@@ -106,7 +107,19 @@ def ratio_line(name, value, at, shown, implementations, markdown):
     figure, threads = name.split(".")[1], 2 if ".vs_onednn.t2." in name else 1
     if ".vs_onednn." in name and (figure, at, threads) in implementations:
         note += "; oneDNN ran " + implementations[(figure, at, threads)]
+    if l2_note and name.endswith("_above_l2"):
+        note += "; " + l2_note
     return line + "  (%s)" % note
+
+
+def assumed_l2_note(report):
+    """What the figures above L2 say where fluidk's detection assumed the sizes (no CPUID cache
+    leaf, cache folder or AMD legacy leaf gave them) and its L2 was used; else nothing."""
+    context = report.get("context", {})
+    l2 = str(context.get("fluidk_l2_bytes", ""))
+    if context.get("fluidk_caches_from") == "assumed" and l2.isdigit() and int(l2) > 0:
+        return "L2 assumed, %s: the machine gave no cache sizes" % size_name(int(l2))
+    return ""
 
 
 def size_name(size):
@@ -308,8 +321,9 @@ def main():
     print("\n".join(tables(bps, markdown) + tables(network, markdown, network=True)))
     found = ratios(bps, l2)
     implementations = onednn_implementations(report)
+    l2_note = assumed_l2_note(report)
     for name, value, size in found:
-        print(ratio_line(name, value, size, size_name(size), implementations, markdown))
+        print(ratio_line(name, value, size, size_name(size), implementations, markdown, l2_note))
     if bps and l2 is None:
         # Never dropped silently: each figure above L2 that was measured is printed as missing.
         measured = {(k[0], k[1]) for k in bps}

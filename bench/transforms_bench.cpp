@@ -19,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #ifdef _OPENMP
@@ -282,12 +283,18 @@ const std::vector<entry>& entries() {
 // --describe: what the kernels see on this machine, and the store policy each size gets.
 void describe() {
   const kernels::cache_sizes& caches = kernels::detected_caches();
+  // CPUID's cache leaves say how many logical processors may share the last level at most.
+  const std::string_view from = caches.source;
+  const std::string sharing = caches.llc_sharing == 0 ? std::string("sharing not known")
+                              : from.starts_with("CPUID")
+                                  ? "shared by up to " + std::to_string(caches.llc_sharing)
+                                  : "shared by " + std::to_string(caches.llc_sharing);
   std::printf(
       "fluidk kernels: %s instructions (detected: %s); caches: L1d %zu KiB, L2 %zu KiB, last level %zu MiB "
-      "shared by %u (from %.*s)\n",
+      "%s (from %.*s)\n",
       std::string(kernels::name_of(kernels::active_isa())).c_str(),
       std::string(kernels::name_of(kernels::detected_isa())).c_str(), caches.l1d >> 10, caches.l2 >> 10,
-      caches.llc >> 20, caches.llc_sharing, int(caches.source.size()), caches.source.data());
+      caches.llc >> 20, sharing.c_str(), int(from.size()), from.data());
   std::printf("NCHW -> NHWC walks: %s\n", std::string(kernels::name_of(kernels::active_nhwc_walk())).c_str());
   std::printf(
       "store policy by size (layout transforms of float write the size, casts to 16 bits half of it):\n");

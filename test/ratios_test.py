@@ -91,6 +91,14 @@ expect("fluidk's L2: RATIO lines", [line for line in lines if "above_l2" in line
     "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 0.800  (at 1.125 MiB)",
     "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500  (at 1.125 MiB)",
 ])
+# Sizes fluidk's detection assumed (the machine gave none): the figures above L2 say so.
+rc, lines = run({"context": {"fluidk_l2_bytes": str(L2), "fluidk_caches_from": "assumed"}, "benchmarks": benchmarks})
+expect("assumed L2: RATIO lines", [line for line in lines if "above_l2" in line], [
+    "RATIO transform.nchw_to_nhwc.vs_memcpy.min_over_sizes_above_l2 0.800  (at 1.125 MiB; L2 assumed, 1 MiB: "
+    "the machine gave no cache sizes)",
+    "RATIO transform.fused_nChw8c_f32_to_nchw_f16.vs_sequential.min_over_sizes_above_l2 1.500  (at 1.125 MiB; "
+    "L2 assumed, 1 MiB: the machine gave no cache sizes)",
+])
 rc, lines = run({"context": {}, "benchmarks": benchmarks})
 no_l2 = "  (no L2 size: neither fluidk's detection nor the benchmark's context gave one)"
 expect("no L2: RATIO lines", [line for line in lines if "above_l2" in line], [

@@ -1044,31 +1044,94 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("AMD's legacy cache leaves give L1d and L2, and an implausible L3 is not believed",
+TEST_CASE("AMD's legacy cache leaves give L1d and L2, and their package's L3 is bounded by one CCX's",
           "[transforms][stores]") {
   namespace d = kernels::detail;
   kernels::cache_sizes out;
+  const d::amd_cpu zen1{0x17, 0x01}, zen2{0x17, 0x31}, zen4{0x19, 0x11}, zen5{0x1A, 0x02}, k10{0x10, 0x04};
   // A Zen 5 core's registers in a VM: 48 KiB L1d (0x80000005 ECX), 1 MiB L2 (0x80000006 ECX),
-  // and an L3 field (0x80000006 EDX) of 768 units of 512 KiB, 384 MiB, where the core has 32:
-  // the last level is assumed, and said to be.
-  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 0x0c009140, out));
+  // and an L3 field (0x80000006 EDX) of 768 units of 512 KiB, 384 MiB: the package of 12 CCDs,
+  // where one CCD has 32. The last level is one CCD's, and said to be from the family.
+  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 0x0c009140, zen5, out));
   CHECK(out.l1d == 48 << 10);
   CHECK(out.l2 == 1 << 20);
   CHECK(out.llc == 32 << 20);
-  CHECK(out.source == "CPUID 0x80000005/6, L3 assumed");
-  // A plausible L3 field, 64 units (32 MiB), is believed.
-  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x02008140, (64u << 18) | 0x9140, out));
+  CHECK(out.llc_sharing == 0);
+  CHECK(out.source == "CPUID 0x80000005/6, L3 of one CCX by the family");
+  // A field of one CCD's size (a Zen 4 of one CCD, 64 units) is believed.
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x04008140, (64u << 18) | 0x9140, zen4, out));
   CHECK(out.l1d == 32 << 10);
-  CHECK(out.l2 == 512 << 10);
+  CHECK(out.l2 == 1 << 20);
   CHECK(out.llc == 32 << 20);
   CHECK(out.source == "CPUID 0x80000005/6");
-  // An L3 no larger than L2 is no L3 either.
-  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 2u << 18, out));
+  // Two CCDs (128 units, 64 MiB) give one's 32; a Zen 1 EPYC of 8 CCXs (64 MiB) one CCX's 8, and
+  // a Zen 2 of 16 CCXs (256 MiB) one CCX's 16. A Zen 1 APU's field of 4 MiB is its one CCX's.
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x04008140, 128u << 18, zen4, out));
   CHECK(out.llc == 32 << 20);
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x02008140, 128u << 18, zen1, out));
+  CHECK(out.llc == 8 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6, L3 of one CCX by the family");
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x02008140, 512u << 18, zen2, out));
+  CHECK(out.llc == 16 << 20);
+  REQUIRE(d::caches_from_amd_legacy(0x200c0140, 0x02008140, 8u << 18, zen1, out));
+  CHECK(out.llc == 4 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6");
+  // An L3 no larger than L2 is no L3 either: one CCX's on a Zen; before Zen, the assumed 32 MiB,
+  // as for a field over 1 GiB.
+  REQUIRE(d::caches_from_amd_legacy(0x300c0140, 0x04008140, 2u << 18, zen5, out));
+  CHECK(out.llc == 32 << 20);
+  REQUIRE(d::caches_from_amd_legacy(0x400c0140, 0x02008140, 1u << 18, k10, out));
+  CHECK(out.llc == 32 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6, L3 assumed");
+  REQUIRE(d::caches_from_amd_legacy(0x400c0140, 0x02008140, 12u << 18, k10, out));
+  CHECK(out.llc == 6 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6");
+  REQUIRE(d::caches_from_amd_legacy(0x400c0140, 0x02008140, 0x3000u << 18, k10, out));
+  CHECK(out.llc == 32 << 20);
+  CHECK(out.source == "CPUID 0x80000005/6, L3 assumed");
   // Without a plausible L1d or L2 (zeros, as some hypervisors give, or an L2 under L1d), no answer.
-  CHECK_FALSE(d::caches_from_amd_legacy(0, 0x04008140, 0x0c009140, out));
-  CHECK_FALSE(d::caches_from_amd_legacy(0x300c0140, 0, 0x0c009140, out));
-  CHECK_FALSE(d::caches_from_amd_legacy(0xff0c0140, 0x00408140, 0x0c009140, out));
+  CHECK_FALSE(d::caches_from_amd_legacy(0, 0x04008140, 0x0c009140, zen5, out));
+  CHECK_FALSE(d::caches_from_amd_legacy(0x300c0140, 0, 0x0c009140, zen5, out));
+  CHECK_FALSE(d::caches_from_amd_legacy(0xff0c0140, 0x00408140, 0x0c009140, zen5, out));
+}
+
+TEST_CASE("every source's cache sizes pass one check, and Linux's CPU lists are counted",
+          "[transforms][stores]") {
+  namespace d = kernels::detail;
+  constexpr std::size_t kib = 1024, mib = kib * kib;
+  // What Linux's folder gives without the topology leaf on the Zen 5 VM above: the package's
+  // L3, 384 MiB, bounded as the legacy leaf's.
+  kernels::cache_sizes out{48 * kib, mib, 384 * mib, 2, "sysfs"};
+  REQUIRE(d::believed(out, 32 * mib, 32 * mib, "sysfs, L3 of one CCX by the family"));
+  CHECK(out.llc == 32 * mib);
+  CHECK(out.llc_sharing == 0);
+  CHECK(out.source == "sysfs, L3 of one CCX by the family");
+  // Sapphire Rapids' 2 MiB L2 and 105 MiB L3, and a CPU without an L3 (its L2 the last level).
+  out = {48 * kib, 2 * mib, 105 * mib, 112, "CPUID 4"};
+  REQUIRE(d::believed(out, 1024 * mib, 32 * mib, "CPUID 4, L3 assumed"));
+  CHECK(out.llc == 105 * mib);
+  CHECK(out.llc_sharing == 112);
+  CHECK(out.source == "CPUID 4");
+  out = {32 * kib, 4 * mib, 4 * mib, 4, "sysfs"};
+  REQUIRE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  CHECK(out.llc == 4 * mib);
+  // An L1d over 1 MiB, an L2 under 64 KiB or over 64 MiB: no answer from that source.
+  out = {2 * mib, 4 * mib, 32 * mib, 1, "sysfs"};
+  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  out = {32 * kib, 48 * kib, 32 * mib, 1, "sysfs"};
+  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  out = {32 * kib, 128 * mib, 256 * mib, 1, "sysfs"};
+  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+
+  CHECK(d::cpu_list_count("0") == 1);
+  CHECK(d::cpu_list_count("0-1") == 2);
+  CHECK(d::cpu_list_count("0-7,64-71") == 16);
+  CHECK(d::cpu_list_count("0-1,4-5,8") == 5);
+  CHECK(d::cpu_list_count("") == 0);
+  CHECK(d::cpu_list_count("x") == 0);
+  CHECK(d::cpu_list_count("3-1") == 0);
+  CHECK(d::cpu_list_count("0-") == 0);
+  CHECK(d::cpu_list_count("0-1x") == 0);
 }
 
 TEST_CASE("the store policy follows the cache sizes, and can be forced and restored",

@@ -105,21 +105,27 @@ namespace detail {
 // CPUID leaf 0's EBX on AMD: "Auth", the start of "AuthenticAMD".
 inline constexpr unsigned amd_vendor_ebx = 0x68747541;
 
-// AMD's family number (CPUID leaf 1: the base family, plus the extended family where the base is
-// 0xF), 0 on other vendors' CPUs and where the kernels are not x86 ones. A few of the kernels'
-// choices were measured to differ between AMD's generations: Zen and Zen 2 are family 0x17, Zen 3
-// and Zen 4 0x19, Zen 5 0x1A.
-inline unsigned detect_amd_family() noexcept {
+// AMD's family and model numbers (CPUID leaf 1: the base family, plus the extended family where
+// the base is 0xF, and the model with the extended model's bits above it there), zeros on other
+// vendors' CPUs and where the kernels are not x86 ones. A few of the kernels' choices were
+// measured to differ between AMD's generations: Zen and Zen 2 are family 0x17 (Zen 2 from model
+// 0x30), Zen 3 and Zen 4 0x19, Zen 5 0x1A.
+struct amd_cpu {
+  unsigned family = 0, model = 0;
+};
+inline amd_cpu detect_amd_cpu() noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return 0;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
-  const unsigned base = (eax >> 8) & 0xF;
-  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return {};
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return {};
+  const unsigned base = (eax >> 8) & 0xF, model = (eax >> 4) & 0xF;
+  if (base != 0xF) return {base, model};
+  return {base + ((eax >> 20) & 0xFF), model | (((eax >> 16) & 0xF) << 4)};
 #else
-  return 0;
+  return {};
 #endif
 }
+inline unsigned detect_amd_family() noexcept { return detect_amd_cpu().family; }
 }  // namespace detail
 
 // AMD Zen 5's family: its cores execute 512-bit instructions at full width (Zen 4 issues most of

@@ -17,17 +17,63 @@
 
 namespace fluidk::transforms::cpu_kernels {
 
-// The data caches one core sees, in bytes: its L1 data cache and L2, and the last level
-// (shared by `llc_sharing` logical processors). `source` says where the sizes came from.
+// The data caches one core sees, in bytes: its L1 data cache and L2, and the last level, shared
+// by `llc_sharing` logical processors (from a CPUID cache leaf, the most that may share it; 0
+// where the source does not say). `source` says where the sizes came from.
 struct cache_sizes {
   std::size_t l1d = 0, l2 = 0, llc = 0;
-  unsigned llc_sharing = 1;
+  unsigned llc_sharing = 0;
   std::string_view source = "none";
 };
 
 namespace detail {
+inline constexpr std::size_t kib = std::size_t(1) << 10, mib = std::size_t(1) << 20;
+
+// The last level where no source gives a plausible one: a common server core's share.
+inline constexpr std::size_t assumed_llc = 32 * mib;
+
+// The largest L3 one core of an AMD Zen sees, its CCX's (Zen and Zen+ 8 MiB, Zen 2 16 MiB; from
+// Zen 3 on the CCX is the CCD, 32 MiB); 0 before Zen and on other vendors' CPUs. AMD's legacy
+// leaf 0x80000006 gives the whole package's L3 (384 MiB on a Zen 5 of 12 CCDs whose topology
+// leaf gives 32), and so does the cache folder Linux builds from it where the topology leaf is
+// hidden (arch/x86/kernel/cpu/cacheinfo.c), while the store policy wants what one core's CCX
+// holds. (The bound errs low on 3D V-Cache parts, 96 MiB a CCD: they stream from 4 MiB rather
+// than 12.)
+inline std::size_t zen_ccx_l3(amd_cpu cpu) noexcept {
+  if (cpu.family == 0x17) return (cpu.model < 0x30 ? 8 : 16) * mib;
+  return cpu.family >= 0x19 ? 32 * mib : 0;
+}
+
+// The one check of every source's sizes (a hypervisor's registers reach Linux's cache folder
+// too): L1d from 4 KiB to 1 MiB, and L2 from 64 KiB to 64 MiB and above L1d, else the source
+// gives no answer; the last level from L2 (a CPU without an L3: its L2) to `llc_most`, else it is
+// `llc_instead`, and the source says so (`instead_source`).
+inline bool believed(cache_sizes& out, std::size_t llc_most, std::size_t llc_instead,
+                     std::string_view instead_source) noexcept {
+  if (out.l1d < 4 * kib || out.l1d > mib || out.l2 < 64 * kib || out.l2 > 64 * mib || out.l2 <= out.l1d)
+    return false;
+  if (out.llc < out.l2 || out.llc > llc_most) {
+    out.llc = llc_instead;
+    out.llc_sharing = 0;
+    out.source = instead_source;
+  }
+  return true;
+}
+
+// The bound on the last level, and what stands for it above, for a source of `cpu` that gives
+// the package's L3 (AMD's legacy leaf, and Linux's folder without the topology leaf): one CCX's
+// on a Zen, 1 GiB (and the assumed size) elsewhere.
+struct llc_bound {
+  std::size_t most, instead;
+};
+inline llc_bound package_llc_bound(amd_cpu cpu) noexcept {
+  const std::size_t ccx = zen_ccx_l3(cpu);
+  return ccx != 0 ? llc_bound{ccx, ccx} : llc_bound{1024 * mib, assumed_llc};
+}
+
 // The sizes a CPUID cache leaf describes (leaf 4 on Intel, 0x8000001D on AMD: the same
-// format), subleaf by subleaf until the null type.
+// format), subleaf by subleaf until the null type; each level's EAX[25:14] + 1 is the most
+// logical processors that may share it.
 inline bool caches_from_cpuid(cache_sizes& out) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -57,16 +103,44 @@ inline bool caches_from_cpuid(cache_sizes& out) noexcept {
       out.llc_sharing = ((eax >> 14) & 0xFFF) + 1;
     }
   }
-  if (any) out.source = amd ? "CPUID 0x8000001D" : "CPUID 4";
-  return any && out.l2 != 0;
+  if (!any) return false;
+  out.source = amd ? "CPUID 0x8000001D" : "CPUID 4";
+  return believed(out, 1024 * mib, assumed_llc, amd ? "CPUID 0x8000001D, L3 assumed" : "CPUID 4, L3 assumed");
 #else
   (void)out;
   return false;
 #endif
 }
 
-// What Linux reports in /sys/devices/system/cpu/cpu0/cache/index*/ ("32K", "1024K", "32M").
-inline bool caches_from_sysfs(cache_sizes& out) {
+// How many logical processors a Linux CPU list names ("0-1,4-5,8": 5); 0 if it is not one.
+inline unsigned cpu_list_count(std::string_view list) noexcept {
+  unsigned count = 0;
+  while (!list.empty()) {
+    const std::string_view item = list.substr(0, list.find(','));
+    list.remove_prefix(std::min(list.size(), item.size() + 1));
+    unsigned first = 0, last = 0;
+    std::size_t i = 0;
+    for (; i < item.size() && item[i] >= '0' && item[i] <= '9'; ++i)
+      first = first * 10 + unsigned(item[i] - '0');
+    if (i == 0) return 0;
+    last = first;
+    if (i < item.size()) {
+      if (item[i] != '-' || i + 1 == item.size()) return 0;
+      last = 0;
+      for (++i; i < item.size() && item[i] >= '0' && item[i] <= '9'; ++i)
+        last = last * 10 + unsigned(item[i] - '0');
+      if (i < item.size() || last < first) return 0;
+    }
+    count += last - first + 1;
+  }
+  return count;
+}
+
+// What Linux reports in /sys/devices/system/cpu/cpu0/cache/index*/ ("32K", "1024K", "32M"), and
+// how many processors share the last level (shared_cpu_list); its L3 bounded as `cpu`'s
+// package's (package_llc_bound): it is reached only where CPUID's cache leaf is not there, and
+// then Linux built it from the legacy leaves on AMD.
+inline bool caches_from_sysfs(cache_sizes& out, amd_cpu cpu) {
   bool any = false;
   for (int index = 0; index < 8; ++index) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
@@ -84,41 +158,49 @@ inline bool caches_from_sysfs(cache_sizes& out) {
     any = true;
     if (level == 1) out.l1d = size;
     if (level == 2) out.l2 = size;
-    if (level >= 2 && size >= out.llc) out.llc = size;
+    if (level >= 2 && size >= out.llc) {
+      out.llc = size;
+      std::ifstream shared_file(dir + "shared_cpu_list");
+      std::string shared;
+      out.llc_sharing = shared_file >> shared ? cpu_list_count(shared) : 0;
+    }
   }
-  if (any) out.source = "sysfs";
-  return any && out.l2 != 0;
+  if (!any) return false;
+  out.source = "sysfs";
+  const llc_bound bound = package_llc_bound(cpu);
+  return believed(out, bound.most, bound.instead,
+                  zen_ccx_l3(cpu) != 0 ? "sysfs, L3 of one CCX by the family" : "sysfs, L3 assumed");
 }
 
 // The sizes AMD's legacy leaves give: 0x80000005 ECX[31:24], the L1 data cache in KiB;
-// 0x80000006 ECX[31:16], the L2 in KiB, and EDX[31:18], the L3 in 512 KiB units. Hypervisors
-// that hide the topology leaf 0x8000001D (and Linux's cache folders with it) pass these
-// through, but their L3 field may be implausible there (seen: 384 and some 508 MiB on Zen 5 VMs whose cores
-// have 32, the package's or no cache's), so each size is kept only within bounds: L1d 4 KiB to 1 MiB; L2 64
-// KiB to 64 MiB and above L1d; L3 above L2 and at most 256 MiB. Without a plausible L1d and L2 there is no
-// answer; an implausible L3 is replaced by the assumed 32 MiB, and `source` says so.
-inline bool caches_from_amd_legacy(unsigned ecx5, unsigned ecx6, unsigned edx6, cache_sizes& out) noexcept {
-  const std::size_t l1d = std::size_t(ecx5 >> 24) << 10, l2 = std::size_t(ecx6 >> 16) << 10,
-                    l3 = std::size_t(edx6 >> 18) << 19;
-  if (l1d < (std::size_t(4) << 10) || l1d > (std::size_t(1) << 20)) return false;
-  if (l2 < (std::size_t(64) << 10) || l2 > (std::size_t(64) << 20) || l2 <= l1d) return false;
-  const bool l3_plausible = l3 > l2 && l3 <= (std::size_t(256) << 20);
-  out = {l1d, l2, l3_plausible ? l3 : std::size_t(32) << 20, 1,
-         l3_plausible ? "CPUID 0x80000005/6" : "CPUID 0x80000005/6, L3 assumed"};
-  return true;
+// 0x80000006 ECX[31:16], the L2 in KiB, and EDX[31:18], the package's L3 in 512 KiB units.
+// Hypervisors that hide the topology leaf 0x8000001D pass these through. The L3 is bounded as
+// the package's (package_llc_bound): on a Zen it is at most one CCX's (an L3 field of 384 or 508
+// MiB on a Zen 5, whose CCD has 32, gives 32), elsewhere an implausible one is assumed.
+inline bool caches_from_amd_legacy(unsigned ecx5, unsigned ecx6, unsigned edx6, amd_cpu cpu,
+                                   cache_sizes& out) noexcept {
+  out = {std::size_t(ecx5 >> 24) * kib, std::size_t(ecx6 >> 16) * kib, std::size_t(edx6 >> 18) * 512 * kib, 0,
+         "CPUID 0x80000005/6"};
+  // An L3 no larger than L2 is no L3.
+  if (out.llc <= out.l2) out.llc = 0;
+  const llc_bound bound = package_llc_bound(cpu);
+  return believed(out, bound.most, bound.instead,
+                  zen_ccx_l3(cpu) != 0 ? "CPUID 0x80000005/6, L3 of one CCX by the family"
+                                       : "CPUID 0x80000005/6, L3 assumed");
 }
 
-inline bool caches_from_amd_legacy_cpuid(cache_sizes& out) noexcept {
+inline bool caches_from_amd_legacy_cpuid(cache_sizes& out, amd_cpu cpu) noexcept {
 #if FLUIDK_DETAIL_X86_KERNELS
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != amd_vendor_ebx) return false;
+  if (cpu.family == 0) return false;
   if (__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000006) return false;
   __get_cpuid(0x80000005, &eax, &ebx, &ecx, &edx);
   const unsigned ecx5 = ecx;
   __get_cpuid(0x80000006, &eax, &ebx, &ecx, &edx);
-  return caches_from_amd_legacy(ecx5, ecx, edx, out);
+  return caches_from_amd_legacy(ecx5, ecx, edx, cpu, out);
 #else
   (void)out;
+  (void)cpu;
   return false;
 #endif
 }
@@ -126,17 +208,18 @@ inline bool caches_from_amd_legacy_cpuid(cache_sizes& out) noexcept {
 // The first answer of: CPUID's cache leaves (4, or 0x8000001D on AMD), Linux's sysfs, AMD's
 // legacy leaves, and last the sizes of a common server core, "assumed".
 inline cache_sizes detect_caches() {
+  const amd_cpu cpu = detect_amd_cpu();
   cache_sizes out;
   if (caches_from_cpuid(out)) return out;
   out = {};
   try {
-    if (caches_from_sysfs(out)) return out;
+    if (caches_from_sysfs(out, cpu)) return out;
   } catch (...) {
   }
   out = {};
-  if (caches_from_amd_legacy_cpuid(out)) return out;
+  if (caches_from_amd_legacy_cpuid(out, cpu)) return out;
   // Neither: sizes of a common server core, so that large transforms still stream.
-  return {32 << 10, 1 << 20, 32 << 20, 1, "assumed"};
+  return {32 * kib, mib, assumed_llc, 0, "assumed"};
 }
 }  // namespace detail
 
@@ -146,7 +229,7 @@ inline const cache_sizes& detected_caches() noexcept {
     try {
       return detail::detect_caches();
     } catch (...) {
-      return cache_sizes{32 << 10, 1 << 20, 32 << 20, 1, "assumed"};
+      return cache_sizes{32 * detail::kib, detail::mib, detail::assumed_llc, 0, "assumed"};
     }
   }();
   return sizes;
