@@ -3,7 +3,8 @@
 // FLUIDK_RUNTIME_DEFINE includes this header, before any other of fluidk's, and so compiles
 // them all (docs/getting-started.md, "Compiling the runtime once"). Elsewhere it is the
 // runtime path's headers together.
-#pragma once
+// No #pragma once: the checks below run at every inclusion, before the include guard, so that a
+// file that includes this header again after it defines FLUIDK_RUNTIME_DEFINE is refused too.
 
 #include "fluidk/detail/runtime_linkage.hpp"
 
@@ -15,6 +16,8 @@
 #error "fluidk: FLUIDK_RUNTIME_DEFINE must come before fluidk's headers: define it first in its file"
 #endif
 
+#ifndef FLUIDK_SEPARATE_RUNTIME_HPP
+#define FLUIDK_SEPARATE_RUNTIME_HPP
 #include "fluidk/dot.hpp"
 #include "fluidk/executor.hpp"
 #include "fluidk/layout.hpp"
@@ -24,3 +27,4 @@
 #include "fluidk/program/text_writer.hpp"
 #include "fluidk/runtime_call.hpp"
 #include "fluidk/transforms/runtime.hpp"
+#endif  // FLUIDK_SEPARATE_RUNTIME_HPP

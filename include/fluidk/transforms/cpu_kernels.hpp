@@ -2,7 +2,19 @@
 // nChw16c, casts between every pair of data types, and both fused in one pass. Vectorised with
 // runtime dispatch (AVX-512, AVX2 + F16C, portable) and spread over OpenMP threads when the
 // user's build enables OpenMP; the transform types and the planner sit on top of these.
-#pragma once
+
+// The checks of the file that compiles the kernels once (below) run at every inclusion, before
+// the include guard: a file that includes this header again after it defines the macro (another
+// of fluidk's headers, <fluidk/separate_runtime.hpp> among them, read it first) would compile
+// none of the kernels, and the program would fail to link with a list of undefined references.
+#if defined(FLUIDK_CPU_KERNELS_DEFINE) && !defined(FLUIDK_SEPARATE_CPU_KERNELS)
+#error \
+    "fluidk: FLUIDK_CPU_KERNELS_DEFINE needs FLUIDK_SEPARATE_CPU_KERNELS, defined for every file of the program"
+#elif defined(FLUIDK_CPU_KERNELS_DEFINE) && defined(FLUIDK_DETAIL_KERNELS_HERE) && !FLUIDK_DETAIL_KERNELS_HERE
+#error "fluidk: FLUIDK_CPU_KERNELS_DEFINE must come before fluidk's headers: define it first in its file"
+#endif
+#ifndef FLUIDK_TRANSFORMS_CPU_KERNELS_HPP
+#define FLUIDK_TRANSFORMS_CPU_KERNELS_HPP
 
 #include <algorithm>
 #include <cstddef>
@@ -378,3 +390,5 @@ FLUIDK_DETAIL_KERNELS_LINKAGE void reorder_cast(const std::byte* src, data_layou
 #endif  // FLUIDK_DETAIL_KERNELS_HERE
 
 }  // namespace fluidk::transforms::cpu_kernels
+
+#endif  // FLUIDK_TRANSFORMS_CPU_KERNELS_HPP
