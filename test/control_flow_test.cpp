@@ -462,6 +462,63 @@ TEST_CASE("while: a loop inside a loop whose step scopes are kept writes the ste
   }
 }
 
+TEST_CASE("while: kept step scopes keep their variables under eager deletion", "[control_flow]") {
+  // The steps' scopes are kept for a reader after the loop (here a fetch): eager deletion must
+  // not empty the variables in them, as it would a step's own variables otherwise.
+  ProgramDesc program;
+  BlockDesc& body = counting_loop(program, 3, {"i", "c", "acc"}, "steps");
+  program.global_block().var("acc");
+  body.var("t");
+  body.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"t"}}}));  // t = i + 1
+  body.append_op(op("cf_add", {{"X", {"acc"}}, {"Y", {"t"}}}, {{"Out", {"acc"}}}));
+  for (const bool eager : {false, true}) {
+    Scope scope;
+    scope.var("i").set(scalar(0));
+    scope.var("acc").set(scalar(0));
+    Executor executor(cpu_place);
+    auto prepared =
+        executor.prepare(program.global_block(), scope, {.eager_deletion = eager, .keep = {"steps", "acc"}});
+    executor.run(prepared);
+    CHECK(first(scope.get("acc")) == 2 + 3 + 4);
+    const auto& steps = scope.get("steps").get<StepScopes>().scopes;
+    REQUIRE(steps.size() == 3);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const Variable* t = steps[k]->find_local("t");
+      REQUIRE(t != nullptr);
+      REQUIRE(t->initialized());
+      CHECK(first(*t) == float(k + 2));
+    }
+  }
+}
+
+TEST_CASE("while: a variable only a conditional_block in the body writes starts each step empty",
+          "[control_flow]") {
+  // t is written when i is even, inside a conditional_block: a step where i is odd must see it
+  // empty (as in a new scope), not the last step's value. i = 1..4 in the steps: acc = 3 + 5.
+  ProgramDesc program;
+  BlockDesc& body = counting_loop(program, 4, {"i", "c", "acc"});
+  program.global_block().var("acc");
+  body.var("t");
+  body.var("even").dtype = data_type::boolean;
+  BlockDesc& branch = program.append_block(body.idx());
+  branch.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"t"}}}));
+  body.append_op(op("cf_even", {{"X", {"i"}}}, {{"Out", {"even"}}}));
+  body.append_op(op("conditional_block", {{"Cond", {"even"}}, {"Input", {"i"}}}, {{"Out", {"t"}}},
+                    {{"sub_block", block_ref{branch.idx()}}, {"is_scalar_condition", true}}));
+  // acc = acc + t where t holds a tensor, else acc.
+  body.append_op(op("cf_bump", {{"X", {"acc"}}, {"Prev", {"t"}}}, {{"Out", {"acc"}}}));
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope);
+  for (int run = 0; run < 2; ++run) {
+    scope.get("i").set(scalar(0));
+    scope.var("acc").set(scalar(0));
+    executor.run(prepared);
+    CHECK(first(scope.get("acc")) == 8);
+  }
+}
+
 TEST_CASE("conditional_block: scalar and non-scalar conditions", "[control_flow]") {
   ProgramDesc program;
   BlockDesc& global = program.global_block();

@@ -147,19 +147,23 @@ class transfer_cache {
 };
 
 namespace detail {
-// Calls read(name, block) for every input and write(name, block) for every output of the
-// operators of block `b`, in order, with the block the operator is in; a control-flow
-// operator's sub-blocks are walked between its inputs and its outputs.
+// Calls read(name, block) for every input and write(name, block, certain) for every output of
+// the operators of block `b`, in order, with the block the operator is in; a control-flow
+// operator's sub-blocks are walked between its inputs and its outputs. `certain`: the write
+// happens whenever `b` runs, an output of one of b's own operators that runs no sub-block; what
+// a sub-block writes, and a control-flow operator's outputs, may not be written (a condition
+// that does not hold, a loop of no step).
 template <class Read, class Write>
-void walk_block_uses(const BlockDesc& b, Read&& read, Write&& write) {
+void walk_block_uses(const BlockDesc& b, Read&& read, Write&& write, bool top = true) {
   for (const OpDesc& op : b.ops()) {
     for (const auto& [slot, names] : op.inputs())
       for (const std::string& name : names) read(name, b);
+    const std::vector<std::size_t> subs = sub_blocks(op);
     if (b.program() != nullptr)
-      for (const std::size_t sub : sub_blocks(op))
-        if (sub < b.program()->num_blocks()) walk_block_uses(b.program()->block(sub), read, write);
+      for (const std::size_t sub : subs)
+        if (sub < b.program()->num_blocks()) walk_block_uses(b.program()->block(sub), read, write, false);
     for (const auto& [slot, names] : op.outputs())
-      for (const std::string& name : names) write(name, b);
+      for (const std::string& name : names) write(name, b, top && subs.empty());
   }
 }
 }  // namespace detail
@@ -1136,7 +1140,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
             if (outer != nullptr && where.find_var_recursive(name) == outer && reads.insert(name).second)
               extra_reads[k].push_back(name);
           },
-          [&](const std::string& name, const BlockDesc& where) {
+          [&](const std::string& name, const BlockDesc& where, bool) {
             const VarDesc* outer = block->find_var_recursive(name);
             if (outer != nullptr && where.find_var_recursive(name) == outer && writes.insert(name).second)
               extra_writes[k].push_back(name);
@@ -1256,9 +1260,17 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
     const BlockDesc& sub = program.block(c.block);
     c.parent = &scope;
     c.scope = &scope.new_scope();
-    c.body = std::make_unique<prepared>(prepare(invocations(sub), *c.scope, &sub, options));
-    // The body's own variables that it reads before it writes them start each step empty, as
-    // in a new scope.
+    // Kept step scopes are read after the loop (a gradient, a fetch): their variables are not
+    // freed early then, as Fluid's eager deletion keeps a while's step scopes whole.
+    prepare_options body_options = options;
+    if (c.keep_scopes) {
+      body_options.eager_deletion = false;
+      body_options.count_memory = options.count_memory || options.eager_deletion;
+    }
+    c.body = std::make_unique<prepared>(prepare(invocations(sub), *c.scope, &sub, body_options));
+    // The body's own variables that it may read before it writes them start each step empty, as
+    // in a new scope: written before means written for certain, by an operator of the body
+    // itself (not in a conditional_block or a loop inside it, which may not run).
     std::unordered_set<std::string> written, fresh;
     detail::walk_block_uses(
         sub,
@@ -1268,7 +1280,9 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
               !written.contains(name) && fresh.insert(name).second)
             c.fresh.push_back(name);
         },
-        [&](const std::string& name, const BlockDesc&) { written.insert(name); });
+        [&](const std::string& name, const BlockDesc&, bool certain) {
+          if (certain) written.insert(name);
+        });
   }
   if (block != nullptr) {
     std::unordered_set<std::string_view> used;
