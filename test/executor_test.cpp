@@ -326,6 +326,17 @@ TEST_CASE("the transfer cache reuses unchanged weights and never serves stale da
   two_copies.run(turns, scope);
   CHECK(two_copies.stats().transforms == 3);
   CHECK(two_copies.stats().cache_hits == 2);
+
+  // Bounded in entries too, the same way: room for two entries, bytes to spare. (Copies of
+  // variables that are gone, or of no bytes, are never hit again, and the bytes alone would
+  // keep them all.)
+  Executor two_entries(accelerator);
+  two_entries.cache() = transfer_cache(std::size_t(1) << 20, 2);
+  two_entries.run(turns, scope);
+  CHECK(two_entries.stats().transforms == 3);
+  CHECK(two_entries.stats().cache_hits == 2);
+  CHECK(two_entries.cache().size() == 2);
+  CHECK(values(scope.get("o4")) == iota_values(10, 2));
 }
 
 TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms", "[executor]") {

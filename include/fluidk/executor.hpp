@@ -118,10 +118,13 @@ struct copy_key {
 // Transformed inputs, keyed by the source variable's id and the copy key (device included). An
 // entry is served only while the source's stamp (content_stamp) is what it was made from, and
 // while the copy's own storages are unwritten (a kernel may write the input it was given).
-// Bounded in bytes, least recently used first out.
+// Bounded in bytes and in entries, least recently used first out: the entries of variables
+// that are gone (a kept step's, one made again) are never hit again, and one of no bytes would
+// otherwise stay for good.
 class transfer_cache {
  public:
-  explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30);
+  explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30,
+                          std::size_t max_entries = std::size_t(1) << 16);
   transfer_cache(transfer_cache&&);
   transfer_cache& operator=(transfer_cache&&);
   ~transfer_cache();
@@ -141,7 +144,7 @@ class transfer_cache {
   // The entries by key, and the keys from the most recently used (defined where the runtime is).
   struct table;
 
-  std::size_t max_bytes_;
+  std::size_t max_bytes_, max_entries_;
   std::size_t bytes_ = 0;
   std::unique_ptr<table> table_;
 };
@@ -536,12 +539,16 @@ struct transfer_cache::table {
   }
 };
 
-FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes)
-    : max_bytes_(max_bytes), table_(std::make_unique<table>()) {}
+FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes, std::size_t max_entries)
+    : max_bytes_(max_bytes), max_entries_(max_entries), table_(std::make_unique<table>()) {}
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(transfer_cache&& other)
-    : max_bytes_(other.max_bytes_), bytes_(std::exchange(other.bytes_, 0)), table_(std::move(other.table_)) {}
+    : max_bytes_(other.max_bytes_),
+      max_entries_(other.max_entries_),
+      bytes_(std::exchange(other.bytes_, 0)),
+      table_(std::move(other.table_)) {}
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache& transfer_cache::operator=(transfer_cache&& other) {
   max_bytes_ = other.max_bytes_;
+  max_entries_ = other.max_entries_;
   bytes_ = std::exchange(other.bytes_, 0);
   table_ = std::move(other.table_);
   return *this;
@@ -589,7 +596,7 @@ const Variable& transfer_cache::get(const Variable& source, const copy_key& made
   auto [it, _] = table_->entries.emplace(
       k, table::entry{std::move(stamp), std::move(copy), std::move(value), bytes, table_->lru.begin()});
   bytes_ += bytes;
-  while (bytes_ > max_bytes_ && table_->lru.size() > 1)
+  while ((bytes_ > max_bytes_ || table_->lru.size() > max_entries_) && table_->lru.size() > 1)
     table_->erase(bytes_, table_->entries.find(table_->lru.back()));
   return *it->second.value;
 }
