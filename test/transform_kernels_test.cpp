@@ -1102,26 +1102,26 @@ TEST_CASE("every source's cache sizes pass one check, and Linux's CPU lists are 
   // What Linux's folder gives without the topology leaf on the Zen 5 VM above: the package's
   // L3, 384 MiB, bounded as the legacy leaf's.
   kernels::cache_sizes out{48 * kib, mib, 384 * mib, 2, "sysfs"};
-  REQUIRE(d::believed(out, 32 * mib, 32 * mib, "sysfs, L3 of one CCX by the family"));
+  REQUIRE(d::believed(out, {32 * mib, 32 * mib, "sysfs, L3 of one CCX by the family"}));
   CHECK(out.llc == 32 * mib);
   CHECK(out.llc_sharing == 0);
   CHECK(out.source == "sysfs, L3 of one CCX by the family");
   // Sapphire Rapids' 2 MiB L2 and 105 MiB L3, and a CPU without an L3 (its L2 the last level).
   out = {48 * kib, 2 * mib, 105 * mib, 112, "CPUID 4"};
-  REQUIRE(d::believed(out, 1024 * mib, 32 * mib, "CPUID 4, L3 assumed"));
+  REQUIRE(d::believed(out, {1024 * mib, 32 * mib, "CPUID 4, L3 assumed"}));
   CHECK(out.llc == 105 * mib);
   CHECK(out.llc_sharing == 112);
   CHECK(out.source == "CPUID 4");
   out = {32 * kib, 4 * mib, 4 * mib, 4, "sysfs"};
-  REQUIRE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  REQUIRE(d::believed(out, {1024 * mib, 32 * mib, "sysfs, L3 assumed"}));
   CHECK(out.llc == 4 * mib);
   // An L1d over 1 MiB, an L2 under 64 KiB or over 64 MiB: no answer from that source.
   out = {2 * mib, 4 * mib, 32 * mib, 1, "sysfs"};
-  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  CHECK_FALSE(d::believed(out, {1024 * mib, 32 * mib, "sysfs, L3 assumed"}));
   out = {32 * kib, 48 * kib, 32 * mib, 1, "sysfs"};
-  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  CHECK_FALSE(d::believed(out, {1024 * mib, 32 * mib, "sysfs, L3 assumed"}));
   out = {32 * kib, 128 * mib, 256 * mib, 1, "sysfs"};
-  CHECK_FALSE(d::believed(out, 1024 * mib, 32 * mib, "sysfs, L3 assumed"));
+  CHECK_FALSE(d::believed(out, {1024 * mib, 32 * mib, "sysfs, L3 assumed"}));
 
   CHECK(d::cpu_list_count("0") == 1);
   CHECK(d::cpu_list_count("0-1") == 2);

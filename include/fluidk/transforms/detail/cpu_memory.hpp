@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "fluidk/error.hpp"
 #include "fluidk/transforms/detail/cpu_isa.hpp"
@@ -31,6 +33,9 @@ inline constexpr std::size_t kib = std::size_t(1) << 10, mib = std::size_t(1) <<
 
 // The last level where no source gives a plausible one: a common server core's share.
 inline constexpr std::size_t assumed_llc = 32 * mib;
+// The sizes where no source gives any: a common server core's, so that large transforms still
+// stream.
+inline constexpr cache_sizes assumed_caches{32 * kib, mib, assumed_llc, 0, "assumed"};
 
 // The largest L3 one core of an AMD Zen sees, its CCX's (Zen and Zen+ 8 MiB, Zen 2 16 MiB; from
 // Zen 3 on the CCX is the CCD, 32 MiB); 0 before Zen and on other vendors' CPUs. AMD's legacy
@@ -44,31 +49,35 @@ inline std::size_t zen_ccx_l3(amd_cpu cpu) noexcept {
   return cpu.family >= 0x19 ? 32 * mib : 0;
 }
 
+// The most a source's last level may be, and what stands for it otherwise, with the source's
+// name then.
+struct llc_bound {
+  std::size_t most, instead;
+  std::string_view instead_source;
+};
+
 // The one check of every source's sizes (a hypervisor's registers reach Linux's cache folder
 // too): L1d from 4 KiB to 1 MiB, and L2 from 64 KiB to 64 MiB and above L1d, else the source
-// gives no answer; the last level from L2 (a CPU without an L3: its L2) to `llc_most`, else it is
-// `llc_instead`, and the source says so (`instead_source`).
-inline bool believed(cache_sizes& out, std::size_t llc_most, std::size_t llc_instead,
-                     std::string_view instead_source) noexcept {
+// gives no answer; the last level from L2 (a CPU without an L3: its L2) to `bound.most`, else it
+// is `bound.instead`, and the source says so.
+inline bool believed(cache_sizes& out, const llc_bound& bound) noexcept {
   if (out.l1d < 4 * kib || out.l1d > mib || out.l2 < 64 * kib || out.l2 > 64 * mib || out.l2 <= out.l1d)
     return false;
-  if (out.llc < out.l2 || out.llc > llc_most) {
-    out.llc = llc_instead;
+  if (out.llc < out.l2 || out.llc > bound.most) {
+    out.llc = bound.instead;
     out.llc_sharing = 0;
-    out.source = instead_source;
+    out.source = bound.instead_source;
   }
   return true;
 }
 
-// The bound on the last level, and what stands for it above, for a source of `cpu` that gives
-// the package's L3 (AMD's legacy leaf, and Linux's folder without the topology leaf): one CCX's
-// on a Zen, 1 GiB (and the assumed size) elsewhere.
-struct llc_bound {
-  std::size_t most, instead;
-};
-inline llc_bound package_llc_bound(amd_cpu cpu) noexcept {
+// The bound of a source of `cpu` that gives the package's L3 (AMD's legacy leaf, and Linux's
+// folder without the topology leaf): one CCX's on a Zen (`by_family` names the source then), 1
+// GiB elsewhere, above which the size is assumed (`assumed`).
+inline llc_bound package_llc_bound(amd_cpu cpu, std::string_view by_family,
+                                   std::string_view assumed) noexcept {
   const std::size_t ccx = zen_ccx_l3(cpu);
-  return ccx != 0 ? llc_bound{ccx, ccx} : llc_bound{1024 * mib, assumed_llc};
+  return ccx != 0 ? llc_bound{ccx, ccx, by_family} : llc_bound{1024 * mib, assumed_llc, assumed};
 }
 
 // The sizes a CPUID cache leaf describes (leaf 4 on Intel, 0x8000001D on AMD: the same
@@ -105,7 +114,8 @@ inline bool caches_from_cpuid(cache_sizes& out) noexcept {
   }
   if (!any) return false;
   out.source = amd ? "CPUID 0x8000001D" : "CPUID 4";
-  return believed(out, 1024 * mib, assumed_llc, amd ? "CPUID 0x8000001D, L3 assumed" : "CPUID 4, L3 assumed");
+  return believed(out,
+                  {1024 * mib, assumed_llc, amd ? "CPUID 0x8000001D, L3 assumed" : "CPUID 4, L3 assumed"});
 #else
   (void)out;
   return false;
@@ -114,26 +124,20 @@ inline bool caches_from_cpuid(cache_sizes& out) noexcept {
 
 // How many logical processors a Linux CPU list names ("0-1,4-5,8": 5); 0 if it is not one.
 inline unsigned cpu_list_count(std::string_view list) noexcept {
+  const char* const end = list.data() + list.size();
   unsigned count = 0;
-  while (!list.empty()) {
-    const std::string_view item = list.substr(0, list.find(','));
-    list.remove_prefix(std::min(list.size(), item.size() + 1));
+  for (const char* p = list.data();; ++p) {  // past each ','
     unsigned first = 0, last = 0;
-    std::size_t i = 0;
-    for (; i < item.size() && item[i] >= '0' && item[i] <= '9'; ++i)
-      first = first * 10 + unsigned(item[i] - '0');
-    if (i == 0) return 0;
+    auto read = std::from_chars(p, end, first);
     last = first;
-    if (i < item.size()) {
-      if (item[i] != '-' || i + 1 == item.size()) return 0;
-      last = 0;
-      for (++i; i < item.size() && item[i] >= '0' && item[i] <= '9'; ++i)
-        last = last * 10 + unsigned(item[i] - '0');
-      if (i < item.size() || last < first) return 0;
-    }
+    if (read.ec == std::errc() && read.ptr != end && *read.ptr == '-')
+      read = std::from_chars(read.ptr + 1, end, last);
+    if (read.ec != std::errc() || last < first) return 0;
     count += last - first + 1;
+    p = read.ptr;
+    if (p == end) return count;
+    if (*p != ',') return 0;
   }
-  return count;
 }
 
 // What Linux reports in /sys/devices/system/cpu/cpu0/cache/index*/ ("32K", "1024K", "32M"), and
@@ -150,11 +154,11 @@ inline bool caches_from_sysfs(cache_sizes& out, amd_cpu cpu) {
     if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size_text) || size_text.empty())
       continue;
     if (type != "Data" && type != "Unified") continue;
-    std::size_t size = 0, i = 0;
-    for (; i < size_text.size() && size_text[i] >= '0' && size_text[i] <= '9'; ++i)
-      size = size * 10 + std::size_t(size_text[i] - '0');
-    if (i < size_text.size())
-      size <<= size_text[i] == 'K' ? 10 : size_text[i] == 'M' ? 20 : size_text[i] == 'G' ? 30 : 0;
+    std::size_t size = 0;
+    const char* const suffix =
+        std::from_chars(size_text.data(), size_text.data() + size_text.size(), size).ptr;
+    if (suffix != size_text.data() + size_text.size())
+      size <<= *suffix == 'K' ? 10 : *suffix == 'M' ? 20 : *suffix == 'G' ? 30 : 0;
     any = true;
     if (level == 1) out.l1d = size;
     if (level == 2) out.l2 = size;
@@ -167,9 +171,7 @@ inline bool caches_from_sysfs(cache_sizes& out, amd_cpu cpu) {
   }
   if (!any) return false;
   out.source = "sysfs";
-  const llc_bound bound = package_llc_bound(cpu);
-  return believed(out, bound.most, bound.instead,
-                  zen_ccx_l3(cpu) != 0 ? "sysfs, L3 of one CCX by the family" : "sysfs, L3 assumed");
+  return believed(out, package_llc_bound(cpu, "sysfs, L3 of one CCX by the family", "sysfs, L3 assumed"));
 }
 
 // The sizes AMD's legacy leaves give: 0x80000005 ECX[31:24], the L1 data cache in KiB;
@@ -183,10 +185,8 @@ inline bool caches_from_amd_legacy(unsigned ecx5, unsigned ecx6, unsigned edx6, 
          "CPUID 0x80000005/6"};
   // An L3 no larger than L2 is no L3.
   if (out.llc <= out.l2) out.llc = 0;
-  const llc_bound bound = package_llc_bound(cpu);
-  return believed(out, bound.most, bound.instead,
-                  zen_ccx_l3(cpu) != 0 ? "CPUID 0x80000005/6, L3 of one CCX by the family"
-                                       : "CPUID 0x80000005/6, L3 assumed");
+  return believed(out, package_llc_bound(cpu, "CPUID 0x80000005/6, L3 of one CCX by the family",
+                                         "CPUID 0x80000005/6, L3 assumed"));
 }
 
 inline bool caches_from_amd_legacy_cpuid(cache_sizes& out, amd_cpu cpu) noexcept {
@@ -218,8 +218,7 @@ inline cache_sizes detect_caches() {
   }
   out = {};
   if (caches_from_amd_legacy_cpuid(out, cpu)) return out;
-  // Neither: sizes of a common server core, so that large transforms still stream.
-  return {32 * kib, mib, assumed_llc, 0, "assumed"};
+  return assumed_caches;
 }
 }  // namespace detail
 
@@ -229,7 +228,7 @@ inline const cache_sizes& detected_caches() noexcept {
     try {
       return detail::detect_caches();
     } catch (...) {
-      return cache_sizes{32 * detail::kib, detail::mib, detail::assumed_llc, 0, "assumed"};
+      return detail::assumed_caches;
     }
   }();
   return sizes;
