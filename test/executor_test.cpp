@@ -339,6 +339,62 @@ TEST_CASE("the transfer cache reuses unchanged weights and never serves stale da
   CHECK(values(scope.get("o4")) == iota_values(10, 2));
 }
 
+TEST_CASE("the transfer cache drops the copies of variables that are gone", "[executor][cache]") {
+  // A request per scope, as a server runs them: each request's input is copied to the device,
+  // and its copy is never served again once the request's scope is gone.
+  Scope root;
+  root.var("w").set(LoDTensor(iota({100}, 1)));
+  const std::vector<op_invocation> program{op("double", "x", "y"), op("double", "w", "v")};
+  Executor executor(accelerator);
+  for (int request = 0; request < 5; ++request) {
+    Scope& s = root.new_scope();
+    s.var("x").set(LoDTensor(iota({1000}, request)));
+    executor.run(program, s);
+    CHECK(values(s.get("y")) == iota_values(1000, 2 * request));
+    // This request's input and the weight: the last request's input was dropped as the run began.
+    CHECK(executor.cache().size() == 2);
+    CHECK(executor.cache().bytes() == 4400);
+    root.delete_scope(s);
+  }
+  CHECK(executor.stats().transforms == 6);  // the weight once, every request's input
+  CHECK(executor.stats().cache_hits == 4);
+  executor.cache().drop_gone();
+  CHECK(executor.cache().size() == 1);
+  CHECK(executor.cache().bytes() == 400);
+
+  // Two executors that copied one variable both drop their copies; a cache moved to another
+  // executor keeps hearing of its sources.
+  Executor other(accelerator);
+  {
+    Scope& s = root.new_scope();
+    s.var("x").set(LoDTensor(iota({1000})));
+    executor.run(program, s);
+    other.run(program, s);
+    Executor moved(std::move(executor));
+    CHECK(moved.cache().size() == 2);
+    CHECK(other.cache().size() == 2);
+    root.delete_scope(s);
+    moved.cache().drop_gone();
+    other.cache().drop_gone();
+    CHECK(moved.cache().size() == 1);
+    CHECK(other.cache().size() == 1);
+    executor = std::move(moved);
+  }
+  // A cache that is gone before the variable it copied hears nothing of it.
+  {
+    Scope& s = root.new_scope();
+    s.var("x").set(LoDTensor(iota({1000})));
+    {
+      Executor brief(accelerator);
+      brief.run(program, s);
+      CHECK(brief.cache().size() == 2);
+    }
+    root.delete_scope(s);
+  }
+  executor.cache().drop_gone();
+  CHECK(executor.cache().size() == 1);
+}
+
 TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms", "[executor]") {
   Scope scope;
   scope.var("rows").set(copy_to(SelectedRows({1, 4}, 6, iota({2, 3})), accelerator));

@@ -1,5 +1,6 @@
 // Executors running concurrently on sibling scopes that share a parent of read-only
 // weights, with transfers to a second place: built under ThreadSanitizer by scripts/test.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <fluidk/executor.hpp>
 #include <fluidk/runtime_dispatch.hpp>
@@ -69,4 +70,58 @@ TEST_CASE("executors share a parent scope of weights across threads", "[executor
   for (auto& thread : threads) thread.join();
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
   CHECK(weights.kid_count() == 0);
+}
+
+TEST_CASE("executors on threads drop the copies of their requests' inputs", "[executor][threads][cache]") {
+  // Four executors on the device copy one shared weight (each keeps its copy) and a new input
+  // per request, whose scope each thread deletes after the run. Each first runs on a scope of
+  // the main thread's, which the main thread deletes while the executors go on: their caches
+  // hear of it from another thread.
+  register_operator<add_weight_op>();
+  Scope weights;
+  Tensor w({64}, data_type::float32);
+  for (int i = 0; i < 64; ++i) w.data<float>()[i] = float(i);
+  weights.var("w").set(LoDTensor(w));
+  auto input = [](float value) {
+    Tensor x({64}, data_type::float32);
+    for (int i = 0; i < 64; ++i) x.data<float>()[i] = value;
+    return LoDTensor(x);
+  };
+  std::vector<Scope*> firsts, locals;
+  for (int t = 0; t < 4; ++t) {
+    firsts.push_back(&weights.new_scope());
+    firsts.back()->var("x").set(input(-1));
+    locals.push_back(&weights.new_scope());
+  }
+  std::atomic<int> started{0};
+  std::atomic<bool> deleted{false};
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Executor executor(place::of<accelerator>(t / 2));
+      const std::vector<op_invocation> program{
+          {"add_weight", {{"X", {"x"}}, {"W", {"w"}}}, {{"Out", {"y"}}}, {}}};
+      executor.run(program, *firsts[std::size_t(t)]);
+      ++started;
+      bool right = true;
+      for (int request = 0; request < 20; ++request) {
+        Scope& s = locals[std::size_t(t)]->new_scope();
+        s.var("x").set(input(float(request)));
+        executor.run(program, s);
+        const Tensor y = copy_to(s.get("y").get<LoDTensor>(), cpu_place);
+        // The weight, this request's input, and perhaps the first scope's input still.
+        const std::size_t entries = executor.cache().size();
+        right = right && y.data<float>()[10] == float(request + 10) && (entries == 2 || entries == 3);
+        locals[std::size_t(t)]->delete_scope(s);
+      }
+      while (!deleted) std::this_thread::yield();
+      executor.cache().drop_gone();
+      ok[std::size_t(t)] = right && executor.cache().size() == 1 && executor.stats().transforms == 22;
+    });
+  while (started < 4) std::this_thread::yield();
+  for (Scope* first : firsts) weights.delete_scope(*first);
+  deleted = true;
+  for (auto& thread : threads) thread.join();
+  CHECK(ok == std::vector<int>{1, 1, 1, 1});
 }

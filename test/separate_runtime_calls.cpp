@@ -85,6 +85,7 @@ std::string call_members(ProgramDesc& program, Scope& scope, Executor& executor,
   transfer_cache cache_moved(std::move(cache));
   cache = std::move(cache_moved);
   cache.clear();
+  cache.drop_gone();
   out += std::to_string(cache.size());
 
   operator_registry& registry = operator_registry::instance();

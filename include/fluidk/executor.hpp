@@ -31,9 +31,13 @@
 
 #if FLUIDK_DETAIL_RUNTIME_HERE
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <iterator>
 #include <list>
+#include <mutex>
+#include <new>
 #include <tuple>
 #include <unordered_set>
 #endif
@@ -118,9 +122,9 @@ struct copy_key {
 // Transformed inputs, keyed by the source variable's id and the copy key (device included). An
 // entry is served only while the source's stamp (content_stamp) is what it was made from, and
 // while the copy's own storages are unwritten (a kernel may write the input it was given).
-// Bounded in bytes and in entries, least recently used first out: the entries of variables
-// that are gone (a kept step's, one made again) are never hit again, and one of no bytes would
-// otherwise stay for good.
+// Bounded in bytes and in entries, least recently used first out (one of no bytes would
+// otherwise stay for good). The copies of a variable that is destroyed are dropped at the
+// cache's next use (drop_gone): its id is never reused, so they would never be served again.
 class transfer_cache {
  public:
   explicit transfer_cache(std::size_t max_bytes = std::size_t(1) << 30,
@@ -139,6 +143,9 @@ class transfer_cache {
   std::size_t bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept;
   void clear();
+  // Drops the copies of the variables destroyed since the last call (get() calls it, and so
+  // does each run of the executor as it starts); bytes() and size() count them until then.
+  void drop_gone();
 
  private:
   // The entries by key, and the keys from the most recently used (defined where the runtime is).
@@ -528,15 +535,79 @@ struct transfer_cache::table {
     std::list<key>::iterator position;
   };
 
+  using map = std::unordered_map<key, entry, key_hash>;
   std::list<key> lru;
-  std::unordered_map<key, entry, key_hash> entries;
+  map entries;
+
+  table() = default;
+  table(const table&) = delete;
+  table& operator=(const table&) = delete;
+  ~table() {
+    if (!watching) return;
+    watchers& w = watchers::instance();
+    const std::lock_guard lock(w.mutex);
+    std::erase(w.tables, this);
+  }
 
   // Drops an entry; `bytes` is the cache's count of its entries' bytes.
-  void erase(std::size_t& bytes, std::unordered_map<key, entry, key_hash>::iterator it) {
+  map::iterator erase(std::size_t& bytes, map::iterator it) {
     bytes -= it->second.bytes;
     lru.erase(it->second.position);
-    entries.erase(it);
+    return entries.erase(it);
   }
+
+  // Sources that are gone. A variable that a table copied tells it as it is destroyed
+  // (Variable::copied_by), on any thread: its id goes to the table's `gone`, under the lock of
+  // the tables that watch, and the cache drops its copies on its own thread, on its next use
+  // (drop_gone). Ids are never reused, so a copy whose source is gone is never served again:
+  // this only frees its bytes (device memory, for a copy on a device) sooner than the
+  // least-recently-used rule would.
+  struct watchers {
+    std::mutex mutex;
+    std::vector<table*> tables;
+    // Never destroyed: a variable may be destroyed after the statics are.
+    static watchers& instance() {
+      static watchers* const w = new watchers;
+      return *w;
+    }
+  };
+  static void variable_gone(std::uint64_t id, const void* by) noexcept {
+    watchers& w = watchers::instance();
+    const std::lock_guard lock(w.mutex);
+    for (table* t : w.tables)
+      if (by == t || by == &detail::copied_by_many) try {
+          t->gone.push_back(id);
+          t->any_gone.store(true, std::memory_order_release);
+        } catch (const std::bad_alloc&) {  // its copies stay until they are the least recently used
+        }
+  }
+  // Before a copy of `source` is kept.
+  void watch(const Variable& source) {
+    if (!watching) {
+      detail::variable_gone.store(&variable_gone, std::memory_order_release);
+      watchers& w = watchers::instance();
+      const std::lock_guard lock(w.mutex);
+      w.tables.push_back(this);
+      watching = true;
+    }
+    source.copied_by(this);
+  }
+  void drop_gone(std::size_t& bytes) {
+    std::vector<std::uint64_t> ids;
+    {
+      const std::lock_guard lock(watchers::instance().mutex);
+      ids.swap(gone);
+      any_gone.store(false, std::memory_order_relaxed);
+    }
+    std::sort(ids.begin(), ids.end());
+    for (auto it = entries.begin(); it != entries.end();)
+      it = std::binary_search(ids.begin(), ids.end(), std::get<0>(it->first)) ? erase(bytes, it)
+                                                                              : std::next(it);
+  }
+
+  std::vector<std::uint64_t> gone;  // under watchers' lock
+  std::atomic<bool> any_gone{false};
+  bool watching = false;  // listed in watchers::tables
 };
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes, std::size_t max_entries)
@@ -560,6 +631,10 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::size_t transfer_cache::size() const noexcept 
   return table_ != nullptr ? table_->entries.size() : 0;
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::drop_gone() {
+  if (table_ != nullptr && table_->any_gone.load(std::memory_order_acquire)) table_->drop_gone(bytes_);
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
   if (table_ != nullptr) {
     table_->entries.clear();
@@ -572,6 +647,8 @@ template <class Make>
 const Variable& transfer_cache::get(const Variable& source, const copy_key& made_for,
                                     std::uint64_t bytes_copied, executor_stats& stats, Make&& make) {
   if (table_ == nullptr) table_ = std::make_unique<table>();  // moved from
+  if (table_->any_gone.load(std::memory_order_acquire)) [[unlikely]]
+    table_->drop_gone(bytes_);
   const kernel_key& target = made_for.target;
   const table::key k{source.id(), target.ordinal(), target.place().device(), made_for.rules, made_for.slot};
   if (auto it = table_->entries.find(k); it != table_->entries.end()) {
@@ -592,6 +669,7 @@ const Variable& transfer_cache::get(const Variable& source, const copy_key& made
   stats.bytes_transformed += bytes;
   if (bytes_copied == 0) ++stats.reorders;
   content_stamp copy(*value);
+  table_->watch(source);
   table_->lru.push_front(k);
   auto [it, _] = table_->entries.emplace(
       k, table::entry{std::move(stamp), std::move(copy), std::move(value), bytes, table_->lru.begin()});
@@ -1392,6 +1470,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run(prepared& p) {
                 " cannot run on an executor on " + place_.to_string() + "; prepare it on this one");
   if (p.scope_->names_version() != p.names_version_) [[unlikely]]
     rebind(p);
+  cache_.drop_gone();
   for (const std::string& name : p.fresh_arrays_)
     if (Variable* v = p.scope_->find_local(name); v != nullptr && v->is<LoDTensorArray>())
       v->set(LoDTensorArray());

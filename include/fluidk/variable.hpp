@@ -28,6 +28,16 @@ struct StepScopes {
   std::vector<Scope*> scopes;
 };
 
+namespace detail {
+// How a cache that keeps copies of a variable's content learns that the variable is gone: set
+// by the executor's transfer caches when they first keep a copy, and called from the
+// destructor of a variable that one of them copied (Variable::copied_by), on whatever thread
+// destroys it, with the variable's id and the cache that copied it (or &copied_by_many).
+using variable_gone_hook = void (*)(std::uint64_t id, const void* by) noexcept;
+inline std::atomic<variable_gone_hook> variable_gone{nullptr};
+inline constexpr char copied_by_many = 0;
+}  // namespace detail
+
 enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array, step_scopes };
 
 constexpr std::string_view name_of(var_kind kind) noexcept {
@@ -62,6 +72,13 @@ class Variable {
   explicit Variable(std::string name) : name_(std::move(name)) {}
   Variable(const Variable&) = delete;
   Variable& operator=(const Variable&) = delete;
+  // A cache that copied it is told (detail::variable_gone), so that it drops the copies at once
+  // rather than keep them until they are the least recently used.
+  ~Variable() {
+    if (const void* by = copied_by_.load(std::memory_order_relaxed))
+      if (const detail::variable_gone_hook gone = detail::variable_gone.load(std::memory_order_acquire))
+        gone(id_, by);
+  }
 
   const std::string& name() const noexcept { return name_; }
   var_kind kind() const noexcept { return var_kind(content_.index()); }
@@ -141,12 +158,22 @@ class Variable {
   // mistake a new variable for a destroyed one that lived at the same address.
   std::uint64_t id() const noexcept { return id_; }
 
+  // Called by a cache (any object, by its address) as it keeps a copy of this variable's
+  // content: the variable's destruction then calls detail::variable_gone with it, or with
+  // &detail::copied_by_many once more than one cache copied it.
+  void copied_by(const void* cache) const noexcept {
+    const void* before = nullptr;
+    if (!copied_by_.compare_exchange_strong(before, cache, std::memory_order_relaxed) && before != cache)
+      copied_by_.store(&detail::copied_by_many, std::memory_order_relaxed);
+  }
+
  private:
   // The content and its version first, the name last: kernels and the executor read the
   // first two on every call, the name only in messages.
   std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray, StepScopes> content_;
   std::atomic<std::uint64_t> version_{0};
   std::uint64_t id_ = next_id();
+  mutable std::atomic<const void*> copied_by_{nullptr};
   std::string name_;
 
   static std::uint64_t next_id() noexcept {
