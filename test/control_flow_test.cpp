@@ -785,3 +785,72 @@ TEST_CASE("while on OpenCL: a decoder loop with a CPU-only operator and a condit
   CHECK(w_moves == 1);
   CHECK(w_cached == 7);
 }
+
+TEST_CASE("memory counting: what a body writes of the enclosing block, and the blocks together",
+          "[control_flow][memory][regression]") {
+  REQUIRE(registered);
+  for (const bool eager : {false, true}) {
+    INFO("eager deletion " << eager);
+    // A body writes the enclosing block's `big`, which the while's Out does not name: the count
+    // sees it after every step, as the operator's own write.
+    {
+      ProgramDesc program;
+      BlockDesc& body = counting_loop(program, 4);
+      program.global_block().var("big");
+      program.global_block().var("p400").persistable = true;
+      body.append_op(op("cf_fill", {{"X", {"p400"}}}, {{"Out", {"big"}}}, {{"value", 1.0f}}));
+      Scope scope;
+      scope.var("i").set(scalar(0));
+      scope.var("p400").set(scalar(0, {400}));
+      Executor executor(cpu_place);
+      auto prepared =
+          executor.prepare(program.global_block(), scope,
+                           {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "big"}});
+      executor.run(prepared);
+      CHECK(executor.stats().live_bytes == 4 + 1 + 1600);  // i, c, big
+      CHECK(executor.stats().peak_activation_bytes == 4 + 1 + 1600);
+    }
+    // The enclosing block's `a` (4000 bytes) lives across the loop, whose body makes its own
+    // `t` (20000 bytes) at every step: the peak holds both, and with kept step scopes every
+    // step's t until the last.
+    for (const bool kept : {false, true}) {
+      INFO("step scopes kept " << kept);
+      ProgramDesc program;
+      BlockDesc& global = program.global_block();
+      for (const char* name : {"i", "a", "out"}) global.var(name);
+      global.var("c").dtype = data_type::boolean;
+      for (const char* name : {"p1000", "p5000"}) global.var(name).persistable = true;
+      BlockDesc& body = program.append_block(0);
+      body.var("t");
+      body.append_op(op("cf_fill", {{"X", {"p5000"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
+      body.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+      body.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 4.0f}}));
+      global.append_op(op("cf_fill", {{"X", {"p1000"}}}, {{"Out", {"a"}}}, {{"value", 2.0f}}));
+      global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 4.0f}}));
+      slot_map outputs{{"Out", {"i", "c"}}};
+      if (kept) outputs["StepScopes"] = {"steps"};
+      global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, std::move(outputs),
+                          {{"sub_block", block_ref{body.idx()}}}));
+      global.append_op(op("cf_halve", {{"X", {"a"}}}, {{"Out", {"out"}}}));
+      Scope scope;
+      scope.var("i").set(scalar(0));
+      scope.var("p1000").set(scalar(0, {1000}));
+      scope.var("p5000").set(scalar(0, {5000}));
+      Executor executor(cpu_place);
+      auto prepared = executor.prepare(
+          global, scope,
+          {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "out", "steps"}});
+      for (int run = 0; run < 2; ++run) {
+        scope.get("i").set(scalar(0));
+        executor.reset_stats();
+        executor.run(prepared);
+        CHECK(first(scope.get("out")) == 2.f);
+        // a, i and c, with the body's t (and the earlier steps' kept t), and on the second run
+        // the first run's out, which it keeps.
+        INFO("run " << run);
+        CHECK(executor.stats().peak_activation_bytes ==
+              4000u + 4 + 1 + 20000 + (kept ? 3 * 20000u : 0u) + (run == 1 ? 4000u : 0u));
+      }
+    }
+  }
+}

@@ -395,6 +395,48 @@ TEST_CASE("the transfer cache drops the copies of variables that are gone", "[ex
   CHECK(executor.cache().size() == 1);
 }
 
+namespace {
+struct gone_test_kind;  // objects of a kind of their own, told only to these lists
+struct gone_test_object {
+  explicit gone_test_object(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  fluidk::detail::gone_notice<gone_test_kind> notice;
+  ~gone_test_object() { notice.tell(id); }
+};
+}  // namespace
+
+TEST_CASE("only a list that holds a copy of an object hears of its destruction", "[executor][cache]") {
+  // An idle cache collects no ids of objects it never copied, nor of those it dropped.
+  detail::gone_list<gone_test_kind> holder, other, dropped;
+  auto a = std::make_unique<gone_test_object>(1);
+  auto b = std::make_unique<gone_test_object>(2);
+  holder.watch(a->notice, 1);
+  holder.watch(a->notice, 1);  // two copies of a
+  other.watch(a->notice, 1);
+  dropped.watch(b->notice, 2);
+  holder.unwatch(1);  // one copy of a left
+  dropped.unwatch(2);
+  a.reset();
+  b.reset();
+  CHECK(holder.any());
+  CHECK(other.any());
+  CHECK_FALSE(dropped.any());
+  CHECK(holder.take() == std::vector<std::uint64_t>{1});
+  CHECK_FALSE(holder.any());
+  CHECK(holder.take().empty());
+  CHECK(other.take() == std::vector<std::uint64_t>{1});
+  // Dropped all at once, or watched by a list that is gone: nothing to tell.
+  auto c = std::make_unique<gone_test_object>(3);
+  holder.watch(c->notice, 3);
+  {
+    detail::gone_list<gone_test_kind> brief;
+    brief.watch(c->notice, 3);
+  }
+  holder.unwatch_all();
+  c.reset();
+  CHECK_FALSE(holder.any());
+}
+
 TEST_CASE("SelectedRows and sequence offsets survive the executor's transforms", "[executor]") {
   Scope scope;
   scope.var("rows").set(copy_to(SelectedRows({1, 4}, 6, iota({2, 3})), accelerator));

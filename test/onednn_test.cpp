@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <fluidk/devices/onednn.hpp>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,45 @@ TEST_CASE("onednn_cache prepares a weight again when its source is written in pl
   Tensor other({4, 4, 1, 1}, data_type::float32, cpu_place, data_layout::nchw);
   cache.prepared(other, "weights|x", prepare);
   CHECK(prepared == 3);
+}
+
+TEST_CASE("onednn_cache drops a prepared weight once its source storage is gone", "[onednn][cache]") {
+  // A model unloaded: its weights' reordered copies are dropped at each cache's next use, not
+  // kept until they are the least recently used.
+  auto& context = onednn_context::this_thread();
+  auto prepare = [&] {
+    return dnnl::memory(dnnl::memory::desc({16}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a),
+                        context.engine());
+  };
+  onednn_cache cache, other;
+  auto weight = std::make_unique<Tensor>(dims{16}, data_type::float32);
+  const Tensor kept({16}, data_type::float32);
+  cache.prepared(*weight, "weights|z", prepare);
+  cache.prepared(kept, "weights|z", prepare);
+  other.prepared(*weight, "weights|z", prepare);
+  cache.get<int>("k|primitive", [] { return 1; });
+  Tensor alias = *weight;  // shares the storage, which outlives the first tensor
+  weight.reset();
+  cache.drop_gone();
+  CHECK(cache.size() == 3);
+  CHECK(cache.stats().dropped == 0);
+
+  // The last tensor of the storage goes on another thread: both caches drop their copies of
+  // it, at their next use, and keep the rest.
+  std::thread([moved = std::move(alias)]() mutable { moved = Tensor(); }).join();
+  CHECK(cache.prepared_bytes() == 128);  // not yet used since
+  cache.get<int>("k|primitive", [] { return 2; });
+  CHECK(cache.size() == 2);
+  CHECK(cache.prepared_bytes() == 64);
+  CHECK(cache.stats().dropped == 1);
+  CHECK(cache.stats().hits == 1);  // the primitive stays
+  other.drop_gone();
+  CHECK(other.size() == 0);
+  CHECK(other.prepared_bytes() == 0);
+  CHECK(other.stats().dropped == 1);
+  const auto misses = cache.stats().prepared_misses;
+  cache.prepared(kept, "weights|z", prepare);
+  CHECK(cache.stats().prepared_misses == misses);  // the live source's copy was kept
 }
 
 TEST_CASE("onednn_cache is bounded: the least recently used entry goes first", "[onednn][cache]") {

@@ -31,14 +31,9 @@
 
 #if FLUIDK_DETAIL_RUNTIME_HERE
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <functional>
-#include <iterator>
 #include <list>
-#include <mutex>
-#include <new>
-#include <tuple>
 #include <unordered_set>
 #endif
 
@@ -66,9 +61,13 @@ struct executor_stats {
   std::uint64_t bytes_transformed = 0;
   // Counted by programs prepared with eager deletion or memory counting (prepare_options): the
   // largest sum, at any point of a run, of the storage bytes that the block's activations (the
-  // non-persistable variables it writes, in the run's scope; a buffer that several view counted
-  // once) and the transformed copies of activations made for the operator running hold; and
-  // that sum at the end of the last run (what the kept outputs hold).
+  // non-persistable variables it writes, in the run's scope, a control-flow operator's
+  // sub-block's writes included; a buffer that several view counted once) and the transformed
+  // copies of activations made for the operator running hold; and that sum at the end of the
+  // last run (what the kept outputs hold). While a sub-block runs, the sum is taken over the
+  // blocks together: the sub-block's own activations, the enclosing blocks' (as counted after
+  // their last operator, and after each step of the loop), and the scopes of the steps a loop
+  // keeps, each buffer once.
   std::uint64_t peak_activation_bytes = 0;
   std::uint64_t live_bytes = 0;
   // Counted while timing is on (Executor::time_runs): nanoseconds in runs, inside kernels and
@@ -344,6 +343,9 @@ class Executor {
     std::vector<char> own_;
     std::vector<std::vector<std::uint64_t>> counted_;
     std::vector<std::int32_t> output_activation_;
+    // The activations that a control-flow operator's sub-block writes (counted again after it):
+    // of operator k, flow_written_[flow_written_ends_[k] .. flow_written_ends_[k + 1]).
+    std::vector<std::uint32_t> flow_written_, flow_written_ends_;
     std::vector<std::uint32_t> released_, release_ends_;
     // Counted storages: bytes and the activations that hold each; their sum.
     struct storage_count {
@@ -446,14 +448,27 @@ class Executor {
 
   // What the activations hold as a run starts (the kept outputs of the last run, anything the
   // caller set): counted afresh, as they may have changed between runs.
-  static void begin_count(prepared& p);
+  void begin_count(prepared& p);
   // Counts the storages activation `a` holds now (its last counted ones uncounted first).
-  static void count_storages(prepared& p, std::size_t a);
+  // A storage that a block around p holds counts there, with no bytes here (outer_storages_).
+  void count_storages(prepared& p, std::size_t a);
   static void uncount_storages(prepared& p, std::size_t a);
 
   // After operator `index`: its outputs counted, the peak taken (its inputs' copies still
   // alive while it ran), the activations it used last released (eager deletion).
   void after_op(prepared& p, std::size_t index);
+  // Counts again what control-flow operator `index`'s sub-block writes of p's activations
+  // (nothing for another operator).
+  void count_flow_writes(prepared& p, std::size_t index);
+  // The storages of a block's activations, as last counted, added to outer_storages_ while a
+  // sub-block of it runs (those not there already), and taken out again.
+  struct outer_count {
+    Executor& executor;
+    std::vector<std::uint64_t> added;
+    void add(const prepared& q);
+    void remove() noexcept;
+    ~outer_count() { remove(); }
+  };
 
   // Drops a variable's storage, keeping its kind: the next run's writer fills it again.
   static void release(Variable& v);
@@ -502,6 +517,11 @@ class Executor {
   bool instrumented_ = false;  // tracing or timing: no operator takes the plain path
   std::uint64_t max_steps_ = 0;
   int depth_ = 0;  // sub-blocks being run: only the outermost run counts run_ns
+  // Counting, while a sub-block runs: the storages that the blocks around it hold (their
+  // activations as last counted, and the kept step scopes of the loops running), each once,
+  // with their bytes, and the sum; a body's peak is taken with them.
+  std::unordered_map<std::uint64_t, std::size_t> outer_storages_;
+  std::uint64_t outer_bytes_ = 0;
   std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
   std::uint64_t copy_bytes_ = 0;                       // their bytes
 };
@@ -518,96 +538,61 @@ inline std::uint64_t nanoseconds(executor_clock::duration d) noexcept {
 // The special members are compiled where the rest of the runtime is: a file that only holds an
 // executor and its prepared programs instantiates none of their members' containers.
 struct transfer_cache::table {
-  // The source's id, the copy key's target (ordinal and device), rules and slot.
-  using key = std::tuple<std::uint64_t, std::size_t, int, const selection_rules*, std::uint32_t>;
-  struct key_hash {
-    std::size_t operator()(const key& k) const noexcept {
-      const auto [id, ordinal, device, rules, slot] = k;
-      const std::size_t h =
-          (std::size_t(id) * kernel_key::ordinal_count + ordinal) * 131 + std::size_t(device);
-      return rules == nullptr ? h : h ^ (std::hash<const selection_rules*>()(rules) * 31 + slot);
-    }
+  // What a copy is made for besides its source: the copy key's target (ordinal and device),
+  // rules and slot.
+  struct target {
+    std::size_t ordinal;
+    int device;
+    const selection_rules* rules;
+    std::uint32_t slot;
+    friend bool operator==(const target&, const target&) = default;
   };
+  using position = std::list<std::pair<std::uint64_t, target>>::iterator;
   struct entry {
+    target made_for;
     content_stamp source, copy;
     std::unique_ptr<Variable> value;
     std::size_t bytes;
-    std::list<key>::iterator position;
+    position used;  // in lru
   };
 
-  using map = std::unordered_map<key, entry, key_hash>;
-  std::list<key> lru;
-  map entries;
+  // The copies by their source's id (one per target, rarely more than one), and (id, target)
+  // from the most recently used.
+  std::unordered_map<std::uint64_t, std::vector<entry>> sources;
+  std::list<std::pair<std::uint64_t, target>> lru;
 
-  table() = default;
-  table(const table&) = delete;
-  table& operator=(const table&) = delete;
-  ~table() {
-    if (!watching) return;
-    watchers& w = watchers::instance();
-    const std::lock_guard lock(w.mutex);
-    std::erase(w.tables, this);
+  using by_source = std::unordered_map<std::uint64_t, std::vector<entry>>::iterator;
+  // Drops a copy; `bytes` is the cache's count of its entries' bytes. The source is no longer
+  // watched once none of its copies is left, unless `keep_source` (a copy of it is being made).
+  void erase(std::size_t& bytes, by_source it, const target& to, bool keep_source = false) {
+    std::vector<entry>& copies = it->second;
+    const auto e =
+        std::find_if(copies.begin(), copies.end(), [&](const entry& c) { return c.made_for == to; });
+    bytes -= e->bytes;
+    lru.erase(e->used);
+    copies.erase(e);
+    if (copies.empty() && !keep_source) forget(it);
   }
-
-  // Drops an entry; `bytes` is the cache's count of its entries' bytes.
-  map::iterator erase(std::size_t& bytes, map::iterator it) {
-    bytes -= it->second.bytes;
-    lru.erase(it->second.position);
-    return entries.erase(it);
+  void forget(by_source it) {
+    const std::uint64_t id = it->first;
+    sources.erase(it);
+    gone.unwatch(id);
   }
-
-  // Sources that are gone. A variable that a table copied tells it as it is destroyed
-  // (Variable::copied_by), on any thread: its id goes to the table's `gone`, under the lock of
-  // the tables that watch, and the cache drops its copies on its own thread, on its next use
-  // (drop_gone). Ids are never reused, so a copy whose source is gone is never served again:
-  // this only frees its bytes (device memory, for a copy on a device) sooner than the
-  // least-recently-used rule would.
-  struct watchers {
-    std::mutex mutex;
-    std::vector<table*> tables;
-    // Never destroyed: a variable may be destroyed after the statics are.
-    static watchers& instance() {
-      static watchers* const w = new watchers;
-      return *w;
-    }
-  };
-  static void variable_gone(std::uint64_t id, const void* by) noexcept {
-    watchers& w = watchers::instance();
-    const std::lock_guard lock(w.mutex);
-    for (table* t : w.tables)
-      if (by == t || by == &detail::copied_by_many) try {
-          t->gone.push_back(id);
-          t->any_gone.store(true, std::memory_order_release);
-        } catch (const std::bad_alloc&) {  // its copies stay until they are the least recently used
-        }
-  }
-  // Before a copy of `source` is kept.
-  void watch(const Variable& source) {
-    if (!watching) {
-      detail::variable_gone.store(&variable_gone, std::memory_order_release);
-      watchers& w = watchers::instance();
-      const std::lock_guard lock(w.mutex);
-      w.tables.push_back(this);
-      watching = true;
-    }
-    source.copied_by(this);
-  }
+  // Drops the copies of the sources destroyed since (detail/gone_notice.hpp): a lookup per
+  // source gone, whatever the cache holds.
   void drop_gone(std::size_t& bytes) {
-    std::vector<std::uint64_t> ids;
-    {
-      const std::lock_guard lock(watchers::instance().mutex);
-      ids.swap(gone);
-      any_gone.store(false, std::memory_order_relaxed);
-    }
-    std::sort(ids.begin(), ids.end());
-    for (auto it = entries.begin(); it != entries.end();)
-      it = std::binary_search(ids.begin(), ids.end(), std::get<0>(it->first)) ? erase(bytes, it)
-                                                                              : std::next(it);
+    for (const std::uint64_t id : gone.take())
+      if (const auto it = sources.find(id); it != sources.end()) {
+        for (const entry& e : it->second) {
+          bytes -= e.bytes;
+          lru.erase(e.used);
+        }
+        sources.erase(it);
+      }
   }
 
-  std::vector<std::uint64_t> gone;  // under watchers' lock
-  std::atomic<bool> any_gone{false};
-  bool watching = false;  // listed in watchers::tables
+  // Last: out of the lists before the copies go, with the cache.
+  detail::gone_list<Variable> gone;
 };
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes, std::size_t max_entries)
@@ -628,17 +613,18 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::~transfer_cache() = default;
 
 // A cache moved from has no table: it holds nothing, and makes one when it is used again.
 FLUIDK_DETAIL_RUNTIME_LINKAGE std::size_t transfer_cache::size() const noexcept {
-  return table_ != nullptr ? table_->entries.size() : 0;
+  return table_ != nullptr ? table_->lru.size() : 0;
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::drop_gone() {
-  if (table_ != nullptr && table_->any_gone.load(std::memory_order_acquire)) table_->drop_gone(bytes_);
+  if (table_ != nullptr && table_->gone.any()) table_->drop_gone(bytes_);
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
   if (table_ != nullptr) {
-    table_->entries.clear();
+    table_->sources.clear();
     table_->lru.clear();
+    table_->gone.unwatch_all();
   }
   bytes_ = 0;
 }
@@ -647,36 +633,55 @@ template <class Make>
 const Variable& transfer_cache::get(const Variable& source, const copy_key& made_for,
                                     std::uint64_t bytes_copied, executor_stats& stats, Make&& make) {
   if (table_ == nullptr) table_ = std::make_unique<table>();  // moved from
-  if (table_->any_gone.load(std::memory_order_acquire)) [[unlikely]]
-    table_->drop_gone(bytes_);
-  const kernel_key& target = made_for.target;
-  const table::key k{source.id(), target.ordinal(), target.place().device(), made_for.rules, made_for.slot};
-  if (auto it = table_->entries.find(k); it != table_->entries.end()) {
-    if (it->second.source.matches(source) && it->second.copy.matches(*it->second.value)) {
-      table_->lru.splice(table_->lru.begin(), table_->lru, it->second.position);
-      ++stats.cache_hits;
-      return *it->second.value;
+  table& t = *table_;
+  if (t.gone.any()) [[unlikely]]
+    t.drop_gone(bytes_);
+  const std::uint64_t id = source.id();
+  const table::target to{made_for.target.ordinal(), made_for.target.place().device(), made_for.rules,
+                         made_for.slot};
+  auto copies = t.sources.find(id);
+  if (copies != t.sources.end())
+    for (table::entry& e : copies->second) {
+      if (e.made_for != to) continue;
+      if (e.source.matches(source) && e.copy.matches(*e.value)) {
+        t.lru.splice(t.lru.begin(), t.lru, e.used);
+        ++stats.cache_hits;
+        return *e.value;
+      }
+      // Stale: dropped before the new copy is made, the source still watched for it.
+      t.erase(bytes_, copies, to, true);
+      break;
     }
-    table_->erase(bytes_, it);
-  }
   content_stamp stamp(source);  // before make(), which may run for long on another stream
   auto value = std::make_unique<Variable>(source.name());
-  make(*value);
+  try {
+    make(*value);
+  } catch (...) {
+    if (copies != t.sources.end() && copies->second.empty()) t.forget(copies);
+    throw;
+  }
   ++stats.transforms;
   stats.bytes_copied += bytes_copied;
   std::size_t bytes = 0;
-  value->for_each_tensor([&](const Tensor& t) { bytes += t.initialized() ? t.storage_bytes() : 0; });
+  value->for_each_tensor([&](const Tensor& c) { bytes += c.initialized() ? c.storage_bytes() : 0; });
   stats.bytes_transformed += bytes;
   if (bytes_copied == 0) ++stats.reorders;
   content_stamp copy(*value);
-  table_->watch(source);
-  table_->lru.push_front(k);
-  auto [it, _] = table_->entries.emplace(
-      k, table::entry{std::move(stamp), std::move(copy), std::move(value), bytes, table_->lru.begin()});
+  if (copies == t.sources.end()) {
+    copies = t.sources.try_emplace(id).first;
+    t.gone.watch(source.gone_notice(), id);
+  }
+  t.lru.emplace_front(id, to);
+  const Variable& kept = *value;
+  copies->second.push_back(
+      table::entry{to, std::move(stamp), std::move(copy), std::move(value), bytes, t.lru.begin()});
   bytes_ += bytes;
-  while ((bytes_ > max_bytes_ || table_->lru.size() > max_entries_) && table_->lru.size() > 1)
-    table_->erase(bytes_, table_->entries.find(table_->lru.back()));
-  return *it->second.value;
+  // Never the copy just made: it is the most recently used.
+  while ((bytes_ > max_bytes_ || t.lru.size() > max_entries_) && t.lru.size() > 1) {
+    const auto [oldest, oldest_target] = t.lru.back();
+    t.erase(bytes_, t.sources.find(oldest), oldest_target);
+  }
+  return kept;
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::Executor(fluidk::place where, std::size_t cache_bytes)
@@ -833,6 +838,18 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
       if (trace != nullptr && traced < trace->size()) (*trace)[traced].block_runs = runs;
     }
   } counting{trace_, traced, step};
+  // Counting: while the sub-block runs, what this block holds counts with it (as last counted,
+  // and again after each step: what the steps wrote of it), and a kept step's scope with the
+  // steps after it.
+  outer_count held{*this, {}}, kept{*this, {}};
+  if (p.counting_) held.add(p);
+  auto stepped = [&] {
+    if (!p.counting_) return;
+    held.remove();
+    count_flow_writes(p, index);
+    if (c.keep_scopes && c.body->counting_) kept.add(*c.body);
+    held.add(p);
+  };
   ++depth_;
   try {
     if (c.kind == control_kind::while_loop) {
@@ -842,6 +859,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
                       std::to_string(step) + " steps, the most Executor::set_max_steps allows");
         run_step(p, c, scopes);
         ++step;
+        stepped();
       }
     } else {
       bool holds = true;
@@ -984,7 +1002,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::si
     const std::uint64_t id = t.storage_id();
     if (id == 0) return;
     p.counted_[a].push_back(id);
-    auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{t.storage_bytes(), 0});
+    const std::size_t bytes = outer_storages_.contains(id) ? 0 : t.storage_bytes();
+    auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{bytes, 0});
     if (made) p.live_ += it->second.bytes;
     ++it->second.holders;
   });
@@ -1001,14 +1020,37 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::uncount_storages(prepared& p, std::
   p.counted_[a].clear();
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_flow_writes(prepared& p, std::size_t index) {
+  for (std::uint32_t r = p.flow_written_ends_[index]; r < p.flow_written_ends_[index + 1]; ++r)
+    if (p.own_[p.flow_written_[r]]) count_storages(p, p.flow_written_[r]);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::outer_count::add(const prepared& q) {
+  for (const auto& [id, count] : q.storages_)
+    if (count.bytes != 0 && executor.outer_storages_.try_emplace(id, count.bytes).second) {
+      executor.outer_bytes_ += count.bytes;
+      added.push_back(id);
+    }
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::outer_count::remove() noexcept {
+  for (const std::uint64_t id : added) {
+    const auto it = executor.outer_storages_.find(id);
+    executor.outer_bytes_ -= it->second;
+    executor.outer_storages_.erase(it);
+  }
+  added.clear();
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t index) {
   const prepared::op& o = p.ops_[index];
   for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
     const std::int32_t a = p.output_activation_[i];
     if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
   }
-  if (p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
-    stats_.peak_activation_bytes = p.live_ + copy_bytes_;
+  count_flow_writes(p, index);
+  if (outer_bytes_ + p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
+    stats_.peak_activation_bytes = outer_bytes_ + p.live_ + copy_bytes_;
   if (!p.eager_) return;
   for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
     const std::uint32_t a = p.released_[r];
@@ -1433,6 +1475,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
       p.own_.push_back(scope.find_local(name) == p.activations_.back());
     }
     p.counted_.resize(p.activations_.size());
+    p.flow_written_ends_.push_back(0);
+    for (std::size_t k = 0; k < p.ops_.size(); ++k) {
+      for (const std::string& name : extra_writes[k])
+        if (const auto it = activation.find(name); it != activation.end())
+          p.flow_written_.push_back(it->second);
+      p.flow_written_ends_.push_back(std::uint32_t(p.flow_written_.size()));
+    }
     std::vector<std::vector<std::uint32_t>> released(p.ops_.size());
     if (p.eager_)
       for (std::uint32_t a = 0; a < p.activation_names_.size(); ++a)

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "fluidk/debug.hpp"
+#include "fluidk/detail/gone_notice.hpp"
 #include "fluidk/device.hpp"
 #include "fluidk/devices/cpu.hpp"
 #include "fluidk/dims.hpp"
@@ -54,12 +55,17 @@ class buffer {
         handle_(entry_->allocate(where.device(), bytes)) {}
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
-  ~buffer() { entry_->deallocate(where_.device(), handle_, bytes_); }
+  // The caches that copied its bytes are told first (detail/gone_notice.hpp).
+  ~buffer() {
+    gone_.tell(id_);
+    entry_->deallocate(where_.device(), handle_, bytes_);
+  }
 
   void* handle() const noexcept { return handle_; }
   std::size_t bytes() const noexcept { return bytes_; }
   const place& where() const noexcept { return where_; }
   std::uint64_t id() const noexcept { return id_; }
+  const gone_notice<buffer>& notice() const noexcept { return gone_; }
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_relaxed); }
   // A load and a store, not a locked add: a kernel may take data<T>() once per element, and
   // `lock xadd` costs some 20 cycles where this costs one. Two threads writing disjoint parts
@@ -83,6 +89,7 @@ class buffer {
   void* handle_;
   std::uint64_t id_ = next_id();
   mutable std::atomic<std::uint64_t> version_{0};
+  gone_notice<buffer> gone_;
 };
 }  // namespace detail
 
@@ -133,6 +140,14 @@ class Tensor {
   // from an earlier access are not seen: say so with mark_modified() (docs/programs.md, "What the
   // transfer cache sees").
   std::uint64_t storage_id() const noexcept { return buffer_ ? buffer_->id() : 0; }
+  // For a cache keyed by storage_id() that keeps a copy of the bytes: `list`, a
+  // detail::gone_list<detail::buffer>, hears of the storage's destruction
+  // (detail/gone_notice.hpp). Nothing for a tensor without storage.
+  // (A template: compiled only by the caches that call it.)
+  template <class List>
+  void watch_storage(List& list) const {
+    if (buffer_) list.watch(buffer_->notice(), buffer_->id());
+  }
   std::uint64_t version() const noexcept { return buffer_ ? buffer_->version() : 0; }
   // The bytes changed by a route the version cannot see (a kept pointer, a device kernel
   // queued earlier): caches of them are stale from now on. The storage is shared, so this is

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "fluidk/detail/gone_notice.hpp"
 #include "fluidk/lod_tensor.hpp"
 #include "fluidk/selected_rows.hpp"
 
@@ -27,16 +28,6 @@ class Scope;
 struct StepScopes {
   std::vector<Scope*> scopes;
 };
-
-namespace detail {
-// How a cache that keeps copies of a variable's content learns that the variable is gone: set
-// by the executor's transfer caches when they first keep a copy, and called from the
-// destructor of a variable that one of them copied (Variable::copied_by), on whatever thread
-// destroys it, with the variable's id and the cache that copied it (or &copied_by_many).
-using variable_gone_hook = void (*)(std::uint64_t id, const void* by) noexcept;
-inline std::atomic<variable_gone_hook> variable_gone{nullptr};
-inline constexpr char copied_by_many = 0;
-}  // namespace detail
 
 enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array, step_scopes };
 
@@ -72,13 +63,9 @@ class Variable {
   explicit Variable(std::string name) : name_(std::move(name)) {}
   Variable(const Variable&) = delete;
   Variable& operator=(const Variable&) = delete;
-  // A cache that copied it is told (detail::variable_gone), so that it drops the copies at once
-  // rather than keep them until they are the least recently used.
-  ~Variable() {
-    if (const void* by = copied_by_.load(std::memory_order_relaxed))
-      if (const detail::variable_gone_hook gone = detail::variable_gone.load(std::memory_order_acquire))
-        gone(id_, by);
-  }
+  // The caches that copied it are told, so that they drop their copies at once rather than
+  // keep them until they are the least recently used (detail/gone_notice.hpp).
+  ~Variable() { gone_.tell(id_); }
 
   const std::string& name() const noexcept { return name_; }
   var_kind kind() const noexcept { return var_kind(content_.index()); }
@@ -158,14 +145,8 @@ class Variable {
   // mistake a new variable for a destroyed one that lived at the same address.
   std::uint64_t id() const noexcept { return id_; }
 
-  // Called by a cache (any object, by its address) as it keeps a copy of this variable's
-  // content: the variable's destruction then calls detail::variable_gone with it, or with
-  // &detail::copied_by_many once more than one cache copied it.
-  void copied_by(const void* cache) const noexcept {
-    const void* before = nullptr;
-    if (!copied_by_.compare_exchange_strong(before, cache, std::memory_order_relaxed) && before != cache)
-      copied_by_.store(&detail::copied_by_many, std::memory_order_relaxed);
-  }
+  // What a cache keyed by id() watches to hear of its destruction (detail::gone_list).
+  const detail::gone_notice<Variable>& gone_notice() const noexcept { return gone_; }
 
  private:
   // The content and its version first, the name last: kernels and the executor read the
@@ -173,7 +154,7 @@ class Variable {
   std::variant<std::monostate, LoDTensor, SelectedRows, LoDTensorArray, StepScopes> content_;
   std::atomic<std::uint64_t> version_{0};
   std::uint64_t id_ = next_id();
-  mutable std::atomic<const void*> copied_by_{nullptr};
+  detail::gone_notice<Variable> gone_;
   std::string name_;
 
   static std::uint64_t next_id() noexcept {

@@ -9,6 +9,7 @@
     "fluidk/devices/onednn.hpp needs the oneDNN backend: use fluidk_onednn_dep (Meson), or define FLUIDK_HAS_ONEDNN=1 and link dnnl"
 #else
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <dnnl.hpp>
@@ -19,6 +20,7 @@
 #include <typeinfo>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "fluidk/content_stamp.hpp"
 #include "fluidk/devices/onednn_tags.hpp"
@@ -33,16 +35,18 @@ namespace fluidk {
 // its copies (tensor_stamp: the storage's identity and version, offset, data type, layout and
 // shape), so a weight written in place, through any alias, is prepared again, never served
 // stale. Bounded: at most max_entries entries and max_prepared_bytes bytes of prepared
-// weights, least recently used first out. Thread-safe: a mutex guards the maps, and what they
-// hand out is immutable and shared (a primitive executes on several streams at once; a
-// prepared weight is only read). An entry is made outside the lock: two threads that miss the
-// same key at once both make it, and the last one made is kept.
+// weights, least recently used first out; and a weight whose source storage is destroyed (a
+// model unloaded) is dropped at the cache's next use (detail/gone_notice.hpp). Thread-safe: a mutex guards
+// the maps, and what they hand out is immutable and shared (a primitive executes on several streams at once;
+// a prepared weight is only read). An entry is made outside the lock: two threads that miss the same key at
+// once both make it, and the last one made is kept.
 class onednn_cache {
  public:
   struct statistics {
     std::uint64_t hits = 0, misses = 0;                    // primitives and other kept objects
     std::uint64_t prepared_hits = 0, prepared_misses = 0;  // weights prepared
     std::uint64_t evictions = 0;
+    std::uint64_t dropped = 0;  // prepared weights whose source storage was destroyed
   };
 
   explicit onednn_cache(std::size_t max_entries = 4096, std::size_t max_prepared_bytes = std::size_t(1) << 30)
@@ -56,6 +60,8 @@ class onednn_cache {
   std::shared_ptr<const T> get(const std::string& key, Make&& make) {
     {
       const std::lock_guard lock(mutex_);
+      if (gone_.any()) [[unlikely]]
+        drop_gone_locked();
       if (auto it = entries_.find(key); it != entries_.end()) {
         if (it->second.type != &typeid(T))
           throw error("oneDNN cache: key \"" + key + "\" was made for another type of object");
@@ -66,7 +72,7 @@ class onednn_cache {
       ++stats_.misses;
     }
     auto value = std::make_shared<const T>(std::forward<Make>(make)());
-    insert(key, value, &typeid(T), {}, 0);
+    insert(key, value, &typeid(T), {}, 0, nullptr);
     return value;
   }
 
@@ -83,6 +89,8 @@ class onednn_cache {
     full += std::to_string(source.offset());
     {
       const std::lock_guard lock(mutex_);
+      if (gone_.any()) [[unlikely]]
+        drop_gone_locked();
       if (auto it = entries_.find(full); it != entries_.end()) {
         if (it->second.stamp.matches(source)) {
           touch(it);
@@ -96,8 +104,8 @@ class onednn_cache {
     tensor_stamp stamp(source);  // before make(): a write while it runs makes the entry stale
     dnnl::memory memory = std::forward<Make>(make)();
     const std::size_t bytes = memory.get_desc().get_size();
-    insert(full, std::make_shared<const dnnl::memory>(memory), &typeid(dnnl::memory), std::move(stamp),
-           bytes);
+    insert(full, std::make_shared<const dnnl::memory>(memory), &typeid(dnnl::memory), std::move(stamp), bytes,
+           &source);
     return memory;
   }
 
@@ -113,35 +121,60 @@ class onednn_cache {
     const std::lock_guard lock(mutex_);
     return prepared_bytes_;
   }
+  // Drops the prepared weights of the source storages destroyed since the last call (every
+  // get and prepared call does so first); size() and prepared_bytes() count them until then.
+  void drop_gone() {
+    const std::lock_guard lock(mutex_);
+    if (gone_.any()) drop_gone_locked();
+  }
   void clear() {
     const std::lock_guard lock(mutex_);
     entries_.clear();
     lru_.clear();
     prepared_bytes_ = 0;
+    gone_.unwatch_all();
   }
 
  private:
   struct entry {
     std::shared_ptr<const void> value;
     const std::type_info* type;
-    tensor_stamp stamp;  // a prepared weight's source; empty for other objects
-    std::size_t bytes;   // a prepared weight's
+    tensor_stamp stamp;    // a prepared weight's source; empty for other objects
+    std::size_t bytes;     // a prepared weight's
+    std::uint64_t source;  // a prepared weight's source storage_id(); 0 for other objects
     std::list<std::string>::iterator position;
   };
   using map = std::unordered_map<std::string, entry>;
 
   void touch(map::iterator it) { lru_.splice(lru_.begin(), lru_, it->second.position); }
-  void erase(map::iterator it) {
+  map::iterator erase(map::iterator it) {
+    if (it->second.source != 0) gone_.unwatch(it->second.source);
     prepared_bytes_ -= it->second.bytes;
     lru_.erase(it->second.position);
-    entries_.erase(it);
+    return entries_.erase(it);
+  }
+  // The entries of the sources told gone, under the lock (detail/gone_notice.hpp: the lock of
+  // the storages' lists is not held then). A scan: it runs only when a weight's storage is
+  // destroyed, and the cache holds a few thousand entries at most.
+  void drop_gone_locked() {
+    std::vector<std::uint64_t> ids = gone_.take();
+    std::sort(ids.begin(), ids.end());
+    for (auto it = entries_.begin(); it != entries_.end();)
+      if (it->second.source != 0 && std::binary_search(ids.begin(), ids.end(), it->second.source)) {
+        ++stats_.dropped;
+        it = erase(it);
+      } else {
+        ++it;
+      }
   }
   void insert(const std::string& key, std::shared_ptr<const void> value, const std::type_info* type,
-              tensor_stamp stamp, std::size_t bytes) {
+              tensor_stamp stamp, std::size_t bytes, const Tensor* source) {
     const std::lock_guard lock(mutex_);
+    if (source != nullptr) source->watch_storage(gone_);
     if (auto it = entries_.find(key); it != entries_.end()) erase(it);
     lru_.push_front(key);
-    entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes, lru_.begin()});
+    entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes,
+                                source != nullptr ? source->storage_id() : 0, lru_.begin()});
     prepared_bytes_ += bytes;
     while ((entries_.size() > max_entries_ || prepared_bytes_ > max_prepared_bytes_) && lru_.size() > 1) {
       erase(entries_.find(lru_.back()));
@@ -155,6 +188,8 @@ class onednn_cache {
   map entries_;
   std::size_t prepared_bytes_ = 0;
   statistics stats_;
+  // Last: out of the storages' lists before the entries go (the cache is never moved).
+  detail::gone_list<detail::buffer> gone_;
 };
 
 // The oneDNN engine and stream of the CPU place. A stream is not thread-safe, so each
