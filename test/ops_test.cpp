@@ -756,6 +756,34 @@ TEST_CASE("relu and elementwise_add, oneDNN (eltwise, binary): against the plain
     CHECK(values<float>(scope.get(name + "_dnn")) == values<float>(scope.get(name + "_plain")));
   }
 }
+
+TEST_CASE("elementwise_sub and _div, oneDNN, X the broadcast operand: X - Y and X / Y, not Y - X",
+          "[ops][elementwise_sub][elementwise_div][onednn][regression]") {
+  // oneDNN 2 broadcasts its second source only: the full operand goes first, which for sub and
+  // div must not swap the operation (ONNX's 1 - x, a per-channel constant over a conv output).
+  Scope scope;
+  scope.var("row").set(LoDTensor(random_tensor<float>({5}, 0.5, 2)));
+  scope.var("channel").set(LoDTensor(random_tensor<float>({20, 1, 1}, 0.5, 2)));
+  scope.var("full").set(LoDTensor(random_tensor<float>({3, 20, 4, 5}, 0.5, 2, data_layout::nchw)));
+  scope.var("full8").set(
+      LoDTensor(random_tensor<float>({3, 20, 4, 5}, 0.5, 2, data_layout_of<layout::nChw8c>)));
+  scope.var("full16").set(
+      LoDTensor(random_tensor<float>({3, 20, 4, 5}, 0.5, 2, data_layout_of<layout::nChw16c>)));
+  for (const std::string op : {"elementwise_sub", "elementwise_div"})
+    for (const std::string x : {"row", "channel"})
+      for (const std::string y : {"full", "full8", "full16"}) {
+        INFO(op << " X " << x << " Y " << y);
+        for (const bool dnn : {false, true})
+          run_rt(scope, op, {{"X", {x}}, {"Y", {y}}}, {{"Out", {dnn ? "dnn" : "plain"}}},
+                 attribute_map{{"use_onednn", dnn}});
+        const std::vector<float> dnn = values<float>(scope.get("dnn")),
+                                 plain = values<float>(scope.get("plain"));
+        CHECK(dnn == plain);
+        // The plain kernel's first element in NCHW order: X's first element against Y's.
+        const float x0 = values<float>(scope.get(x))[0], y0 = values<float>(scope.get(y))[0];
+        CHECK(plain[0] == (op == "elementwise_sub" ? x0 - y0 : x0 / y0));
+      }
+}
 #endif
 
 // --- softmax_with_cross_entropy -------------------------------------------------------------

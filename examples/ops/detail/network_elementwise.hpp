@@ -268,9 +268,11 @@ inline dnnl::memory onednn_at(const dnnl::memory::desc& desc, const Tensor& t, c
 // length (nChw8c on AVX-512: 15-50 ms a call on a MobileNet activation), where this is one
 // pass. The padding lanes of Out (channels C and up) are written as zeros, as oneDNN writes
 // them.
-template <class Op, std::int64_t block>
+template <class Op, std::int64_t block, bool b_first>
 void blocked_broadcast(const float* a, const float* b, float* out, const dims& d,
                        std::span<const std::int64_t> b_dims) {
+  // Op(a, b), or Op(b, a) where B is the operation's first operand (sub and div do not commute).
+  const auto apply = [](float av, float bv) { return b_first ? Op::apply(bv, av) : Op::apply(av, bv); };
   const std::int64_t n = d[0], c = d[1], hw = d[2] * d[3];
   const std::int64_t blocks = (c + block - 1) / block;
   // B's element strides along N, C, H, W; 0 where it repeats.
@@ -290,8 +292,7 @@ void blocked_broadcast(const float* a, const float* b, float* out, const dims& d
         for (std::int64_t l = 0; l < lanes; ++l) lane[l] = bc[l * bs[1]];
         for (std::int64_t p = 0; p < hw; ++p) {
           const std::int64_t at = base + p * block;
-          for (std::int64_t l = 0; l < block; ++l)
-            out[at + l] = l < lanes ? Op::apply(a[at + l], lane[l]) : 0.f;
+          for (std::int64_t l = 0; l < block; ++l) out[at + l] = l < lanes ? apply(a[at + l], lane[l]) : 0.f;
         }
         continue;
       }
@@ -300,7 +301,7 @@ void blocked_broadcast(const float* a, const float* b, float* out, const dims& d
           const std::int64_t at = base + (h * d[3] + w) * block;
           const float* bp = bc + h * bs[2] + w * bs[3];
           for (std::int64_t l = 0; l < block; ++l)
-            out[at + l] = l < lanes ? Op::apply(a[at + l], bp[l * bs[1]]) : 0.f;
+            out[at + l] = l < lanes ? apply(a[at + l], bp[l * bs[1]]) : 0.f;
         }
     }
 }
@@ -308,12 +309,13 @@ void blocked_broadcast(const float* a, const float* b, float* out, const dims& d
 
 // oneDNN's binary primitive, declared for the wildcard layout and for nChw8c and nChw16c:
 //   - the same dims and layout: one run over the storage, any layout (oneDNN's jit);
-//   - otherwise the operand of Out's dims is source 0 (oneDNN 2 broadcasts source 1 only; add
-//     and mul commute). Source 0 blocked: Out in its layout and the other operand row-major,
-//     combined by blocked_broadcast (oneDNN's jit takes a repeating source 1 only in the
-//     blocked layout of its own vector length, the others by its reference implementation;
-//     the loop reads the operand as it is, with no reorder); else both in row-major order,
-//     described by strides;
+//   - otherwise the operand of Out's dims is source 0 (oneDNN 2 broadcasts source 1 only).
+//     Source 0 blocked: Out in its layout and the other operand row-major, combined by
+//     blocked_broadcast in the operation's order (oneDNN's jit takes a repeating source 1 only
+//     in the blocked layout of its own vector length, the others by its reference
+//     implementation; the loop reads the operand as it is, with no reorder); else both in
+//     row-major order, described by strides, where that order is the operation's: Y the full
+//     one, sub and div (which do not commute) take the plain kernel;
 //   - neither of Out's dims (both broadcast), or empty: the plain kernel, which computes the
 //     same numbers.
 // The primitive is kept in the context's oneDNN cache by its algorithm and descriptions.
@@ -343,20 +345,26 @@ struct elementwise_binary_onednn {
       ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
       return;
     }
+    constexpr bool commutes = Op::code == add_operation::code || Op::code == mul_operation::code;
     const Tensor& full = x_full ? x : y;
     const Tensor& other = x_full ? y : x;
     const std::span<const std::int64_t> other_dims(x_full ? g.y_aligned.data() : g.x_aligned.data(),
                                                    g.out.rank());
+    if (!x_full && !commutes && !full.layout().blocked()) return elementwise_binary_cpu<float, Op>{}(ctx);
     const Tensor source1 = detail::row_major(other);
     if (full.layout().blocked()) {
       Tensor out(g.out, data_type::float32, ctx.place(), full.layout());
       const float* a = full.data<float>();
       const float* b = source1.data<float>();
       float* o = out.data<float>();
-      if (full.layout().block_size() == 16)
-        detail::blocked_broadcast<Op, 16>(a, b, o, g.out, other_dims);
+      if (full.layout().block_size() == 16 && x_full)
+        detail::blocked_broadcast<Op, 16, false>(a, b, o, g.out, other_dims);
+      else if (full.layout().block_size() == 16)
+        detail::blocked_broadcast<Op, 16, !commutes>(a, b, o, g.out, other_dims);
+      else if (full.layout().block_size() == 8 && x_full)
+        detail::blocked_broadcast<Op, 8, false>(a, b, o, g.out, other_dims);
       else if (full.layout().block_size() == 8)
-        detail::blocked_broadcast<Op, 8>(a, b, o, g.out, other_dims);
+        detail::blocked_broadcast<Op, 8, !commutes>(a, b, o, g.out, other_dims);
       else
         return elementwise_binary_cpu<float, Op>{}(ctx);
       ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
