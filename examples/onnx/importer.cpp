@@ -927,6 +927,7 @@ class translator {
     append(n, std::move(type), {{"X", {x}}}, {{"Out", {out}}}, {});
   }
 
+  std::int32_t binary_axis(const node_view& n, const std::string& a, const std::string& b);
   void elementwise(const node_view& n, std::string type);
   void comparison(const node_view& n, std::string type);
   void logical(const node_view& n, std::string type);
@@ -1150,36 +1151,38 @@ void translator::clip(const node_view& n) {
   append(n, "clip", {{"X", {x}}}, {{"Out", {out}}}, {{"min", bounds[0]}, {"max", bounds[1]}});
 }
 
+// The axis attribute of a binary operator of two inputs of one kind: numpy broadcasting (-1)
+// from version 7; before it, broadcast and axis as ONNX defined them then: without broadcast,
+// A and B of one shape; with it, B's dims a contiguous part of A's.
+std::int32_t translator::binary_axis(const node_view& n, const std::string& a, const std::string& b) {
+  if (n.version >= 7) return -1;
+  const auto& as = known_shape(n, a, "broadcasting as ONNX defined it before version 7");
+  const auto& bs = known_shape(n, b, "broadcasting as ONNX defined it before version 7");
+  if (!n.flag("broadcast", false)) {
+    if (n.has("axis")) n.refuse_attribute("axis", "is given without broadcast 1");
+    if (as != bs) n.refuse("A " + dims_text(as) + " and B " + dims_text(bs) + " differ, and broadcast is 0");
+    return -1;
+  }
+  // B's dims are A's from `start` on (B a scalar: none of them).
+  const std::int64_t start = n.has("axis") ? resolve_axis(n, "axis", n.int_or("axis", 0), as.size(), true)
+                                           : std::int64_t(as.size()) - std::int64_t(bs.size());
+  const bool scalar = bs.empty() || (bs.size() == 1 && bs[0] == 1);
+  const bool fits = start >= 0 && start + std::int64_t(bs.size()) <= std::int64_t(as.size()) &&
+                    std::equal(bs.begin(), bs.end(), as.begin() + start);
+  if (!scalar && !fits)
+    n.refuse("B " + dims_text(bs) + " is not A's dims " + dims_text(as) + " from axis " +
+             std::to_string(start));
+  return scalar ? -1 : to_int32(n, "axis", start);
+}
+
 // Add, Mul, Sub, Div -> elementwise_add, elementwise_mul, elementwise_sub, elementwise_div, on
-// FLOAT, INT32 and INT64 (integers divide towards zero): numpy broadcasting (axis -1); before
-// version 7, broadcast and axis as ONNX defined them then (B's dims a contiguous part of A's).
+// FLOAT, INT32 and INT64 (integers divide towards zero), broadcast as binary_axis says.
 void translator::elementwise(const node_view& n, std::string type) {
   n.require_inputs(2, 2);
   require_one_output(n, "");
   const std::string a = value_input(n, 0, "A", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
   const std::string b = value_input(n, 1, "B", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
-  std::int32_t axis = -1;
-  if (n.version < 7) {
-    const auto& as = known_shape(n, a, "broadcasting as ONNX defined it before version 7");
-    const auto& bs = known_shape(n, b, "broadcasting as ONNX defined it before version 7");
-    const bool broadcast = n.flag("broadcast", false);
-    if (!broadcast) {
-      if (n.has("axis")) n.refuse_attribute("axis", "is given without broadcast 1");
-      if (as != bs)
-        n.refuse("A " + dims_text(as) + " and B " + dims_text(bs) + " differ, and broadcast is 0");
-    } else {
-      // B's dims are A's from `start` on (B a scalar: none of them).
-      const std::int64_t start = n.has("axis") ? resolve_axis(n, "axis", n.int_or("axis", 0), as.size(), true)
-                                               : std::int64_t(as.size()) - std::int64_t(bs.size());
-      const bool scalar = bs.empty() || (bs.size() == 1 && bs[0] == 1);
-      const bool fits = start >= 0 && start + std::int64_t(bs.size()) <= std::int64_t(as.size()) &&
-                        std::equal(bs.begin(), bs.end(), as.begin() + start);
-      if (!scalar && !fits)
-        n.refuse("B " + dims_text(bs) + " is not A's dims " + dims_text(as) + " from axis " +
-                 std::to_string(start));
-      axis = scalar ? -1 : to_int32(n, "axis", start);
-    }
-  }
+  const std::int32_t axis = binary_axis(n, a, b);
   const std::string c = value_output(n, 0, {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
   append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", axis}});
 }
@@ -1515,24 +1518,26 @@ void translator::identity(const node_view& n) {
 }
 
 // Less, LessOrEqual, Greater, GreaterOrEqual, Equal -> less_than, less_equal, greater_than,
-// greater_equal, equal (numpy broadcasting), on FLOAT, INT32 and INT64; Out is BOOL.
+// greater_equal, equal, on FLOAT, INT32 and INT64, broadcast as binary_axis says; Out is BOOL.
 void translator::comparison(const node_view& n, std::string type) {
   n.require_inputs(2, 2);
   require_one_output(n, "");
   const std::string a = value_input(n, 0, "A", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
   const std::string b = value_input(n, 1, "B", {TensorProto::FLOAT, TensorProto::INT32, TensorProto::INT64});
+  const std::int32_t axis = binary_axis(n, a, b);
   const std::string c = value_output(n, 0, {TensorProto::BOOL});
-  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", std::int32_t(-1)}});
+  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", axis}});
 }
 
-// And, Or, Xor -> logical_and, logical_or, logical_xor (numpy broadcasting), on BOOL.
+// And, Or, Xor -> logical_and, logical_or, logical_xor, on BOOL, broadcast as binary_axis says.
 void translator::logical(const node_view& n, std::string type) {
   n.require_inputs(2, 2);
   require_one_output(n, "");
   const std::string a = value_input(n, 0, "A", {TensorProto::BOOL});
   const std::string b = value_input(n, 1, "B", {TensorProto::BOOL});
+  const std::int32_t axis = binary_axis(n, a, b);
   const std::string c = value_output(n, 0, {TensorProto::BOOL});
-  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", std::int32_t(-1)}});
+  append(n, std::move(type), {{"X", {a}}, {"Y", {b}}}, {{"Out", {c}}}, {{"axis", axis}});
 }
 
 // Not -> logical_not.
@@ -1594,7 +1599,13 @@ void translator::unsqueeze(const node_view& n) {
   require_one_output(n, "");
   const std::string x = value_input(n, 0, "data", any_tensor);
   const std::size_t rank = shape(n, x).size() + axes.size();
-  for (const std::int64_t axis : axes) resolve_axis(n, "axes", axis, rank, true);
+  // Negative axes from version 11; each axis of the output named once.
+  std::vector<char> named(rank, 0);
+  for (const std::int64_t axis : axes) {
+    const std::int64_t at = resolve_axis(n, "axes", axis, rank, n.version >= 11);
+    if (named[std::size_t(at)]) n.refuse("axes name axis " + std::to_string(at) + " twice");
+    named[std::size_t(at)] = 1;
+  }
   const std::string y = value_output(n, 0, any_tensor);
   append(n, "unsqueeze2", {{"X", {x}}}, {{"Out", {y}}}, {{"axes", to_int32s(n, "an axis", axes)}});
 }
@@ -1959,14 +1970,14 @@ const std::vector<op_spec>& op_specs() {
       {"Slice",
        {{"axes", A::INTS, 1, 9}, {"starts", A::INTS, 1, 9}, {"ends", A::INTS, 1, 9}},
        &translator::slice},
-      {"Less", {}, &translator::less},
+      {"Less", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::less},
       {"LessOrEqual", {}, &translator::less_or_equal},
-      {"Greater", {}, &translator::greater},
+      {"Greater", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::greater},
       {"GreaterOrEqual", {}, &translator::greater_or_equal},
-      {"Equal", {}, &translator::equal},
-      {"And", {}, &translator::logical_and},
-      {"Or", {}, &translator::logical_or},
-      {"Xor", {}, &translator::logical_xor},
+      {"Equal", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::equal},
+      {"And", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::logical_and},
+      {"Or", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::logical_or},
+      {"Xor", {{"broadcast", A::INT, 1, 6}, {"axis", A::INT, 1, 6}}, &translator::logical_xor},
       {"Not", {}, &translator::logical_not},
       {"If", {{"then_branch", A::GRAPH}, {"else_branch", A::GRAPH}}, &translator::if_node},
       {"Loop", {{"body", A::GRAPH}}, &translator::loop},

@@ -434,10 +434,10 @@ def node_tests(args):
 # ---------------------------------------------------------------------------------------------
 # refusals
 
-def tiny_model(nodes, inputs, outputs, initializers=(), check=False):
+def tiny_model(nodes, inputs, outputs, initializers=(), check=False, opset=13):
     """A one-node model; check: valid ONNX, which the importer refuses all the same."""
     graph = helper.make_graph(nodes, "refusal", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 7
     if check:
         onnx.checker.check_model(model, full_check=True)
@@ -515,6 +515,17 @@ def refusals(args):
             ("a truncated input file", cifar_model,
              [save_bytes("truncated_input.pb", open(cifar_input, "rb").read()[:1000])],
              [r"truncated_input\.pb"]),
+            ("a comparison before version 7 of operands that differ in shape, without broadcast",
+             save_model("less1_shapes", tiny_model(
+                 [helper.make_node("Less", ["x", "b"], ["y"], name="cmp")], [x4],
+                 [helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 2, 5, 5])],
+                 [numpy_helper.from_array(np.ones(5, np.float32), name="b")], opset=1)),
+             [x_file], [r"'cmp'", r"Less", r"\[5\]", r"broadcast is 0"]),
+            ("an Unsqueeze that names an axis twice",
+             save_model("unsqueeze_twice", tiny_model(
+                 [helper.make_node("Unsqueeze", ["x"], ["y"], name="grow", axes=[-6, 0])], [x4],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 5, 5])], opset=11)),
+             [x_file], [r"'grow'", r"Unsqueeze", r"axis 0 twice"]),
         ]
         for what, model, inputs, words in cases:
             out = os.path.join(scratch, "out")
@@ -535,6 +546,28 @@ def refusals(args):
                 fail(f"{label}: refused, yet it ran (outputs printed or written)")
             if not missing:
                 print(f"{label}: status 2: {message}")
+
+        # What ONNX allowed before version 7 is mapped, not refused: a comparison and a logical
+        # operator with broadcast 1 (B's dims A's from axis on), against numpy.
+        a = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+        b = rng.standard_normal(2).astype(np.float32)
+        for op, fn in (("Less", np.less), ("Greater", np.greater)):
+            label = f"{op} version 1 with broadcast 1 and axis 1"
+            model = save_model(op + "1_broadcast", tiny_model(
+                [helper.make_node(op, ["x", "b"], ["y"], name="cmp", broadcast=1, axis=1)], [x4],
+                [helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 2, 5, 5])],
+                [numpy_helper.from_array(b, name="b")], opset=1))
+            expected = os.path.join(scratch, op + "_expected")
+            os.makedirs(expected, exist_ok=True)
+            save_bytes(os.path.join(op + "_expected", "output_0.pb"),
+                       numpy_helper.from_array(fn(a, b.reshape(1, 2, 1, 1)), name="y").SerializeToString())
+            out = os.path.join(scratch, op + "_out")
+            result = run([args.run_onnx, model, "--input", save_tensor(op + "_a", a, "x"), "--expect", expected,
+                          "--output-dir", out], timeout=120)
+            if result.returncode != 0:
+                fail(f"{label}: {status_text(result.returncode)}: {result.stderr.strip()[-1500:]}")
+            elif check_outputs(label, result, out, expected, 1):
+                print(f"{label}: as numpy")
     return report("refusals")
 
 
