@@ -144,15 +144,21 @@ class transfer_cache {
   void clear();
   // Drops the copies of the variables destroyed since the last call (get() calls it, and so
   // does each run of the executor as it starts); bytes() and size() count them until then.
-  void drop_gone();
+  // Inline and short: one load when there is nothing to drop.
+  void drop_gone() {
+    if (gone_ != nullptr && gone_->any()) [[unlikely]]
+      drop_gone_now();
+  }
 
  private:
+  void drop_gone_now();  // where the runtime is
   // The entries by key, and the keys from the most recently used (defined where the runtime is).
   struct table;
 
   std::size_t max_bytes_, max_entries_;
   std::size_t bytes_ = 0;
   std::unique_ptr<table> table_;
+  const detail::gone_list<Variable>* gone_ = nullptr;  // the table's
 };
 
 namespace detail {
@@ -596,17 +602,22 @@ struct transfer_cache::table {
 };
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(std::size_t max_bytes, std::size_t max_entries)
-    : max_bytes_(max_bytes), max_entries_(max_entries), table_(std::make_unique<table>()) {}
+    : max_bytes_(max_bytes),
+      max_entries_(max_entries),
+      table_(std::make_unique<table>()),
+      gone_(&table_->gone) {}
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::transfer_cache(transfer_cache&& other)
     : max_bytes_(other.max_bytes_),
       max_entries_(other.max_entries_),
       bytes_(std::exchange(other.bytes_, 0)),
-      table_(std::move(other.table_)) {}
+      table_(std::move(other.table_)),
+      gone_(std::exchange(other.gone_, nullptr)) {}
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache& transfer_cache::operator=(transfer_cache&& other) {
   max_bytes_ = other.max_bytes_;
   max_entries_ = other.max_entries_;
   bytes_ = std::exchange(other.bytes_, 0);
   table_ = std::move(other.table_);
+  gone_ = std::exchange(other.gone_, nullptr);
   return *this;
 }
 FLUIDK_DETAIL_RUNTIME_LINKAGE transfer_cache::~transfer_cache() = default;
@@ -616,9 +627,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE std::size_t transfer_cache::size() const noexcept 
   return table_ != nullptr ? table_->lru.size() : 0;
 }
 
-FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::drop_gone() {
-  if (table_ != nullptr && table_->gone.any()) table_->drop_gone(bytes_);
-}
+FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::drop_gone_now() { table_->drop_gone(bytes_); }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
   if (table_ != nullptr) {
@@ -632,7 +641,10 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void transfer_cache::clear() {
 template <class Make>
 const Variable& transfer_cache::get(const Variable& source, const copy_key& made_for,
                                     std::uint64_t bytes_copied, executor_stats& stats, Make&& make) {
-  if (table_ == nullptr) table_ = std::make_unique<table>();  // moved from
+  if (table_ == nullptr) {  // moved from
+    table_ = std::make_unique<table>();
+    gone_ = &table_->gone;
+  }
   table& t = *table_;
   if (t.gone.any()) [[unlikely]]
     t.drop_gone(bytes_);
