@@ -64,10 +64,10 @@ struct executor_stats {
   // non-persistable variables it writes, in the run's scope, a control-flow operator's
   // sub-block's writes included; a buffer that several view counted once) and the transformed
   // copies of activations made for the operator running hold; and that sum at the end of the
-  // last run (what the kept outputs hold). While a sub-block runs, the sum is taken over the
-  // blocks together: the sub-block's own activations, the enclosing blocks' (as counted after
-  // their last operator, and after each step of the loop), and the scopes of the steps a loop
-  // keeps, each buffer once.
+  // last run (what the kept outputs hold). A loop's StepScopes holds what its kept step
+  // scopes (and the scopes under them) hold. While a sub-block runs, the sum is taken over the
+  // blocks together: the sub-block's own activations and the enclosing blocks' (as counted
+  // after their last operator, and after each step of the loop), each buffer once.
   std::uint64_t peak_activation_bytes = 0;
   std::uint64_t live_bytes = 0;
   // Counted while timing is on (Executor::time_runs): nanoseconds in runs, inside kernels and
@@ -455,9 +455,15 @@ class Executor {
   // What the activations hold as a run starts (the kept outputs of the last run, anything the
   // caller set): counted afresh, as they may have changed between runs.
   void begin_count(prepared& p);
-  // Counts the storages activation `a` holds now (its last counted ones uncounted first).
-  // A storage that a block around p holds counts there, with no bytes here (outer_storages_).
+  // Counts the storages activation `a` holds now (its last counted ones uncounted first): a
+  // tensor's, or those of every variable of the scopes a StepScopes lists and of the scopes
+  // under them. A storage that a block around p counts (enclosing_) counts there, with no
+  // bytes here.
   void count_storages(prepared& p, std::size_t a);
+  // Adds the storages of the variables of `step` and the scopes under it to activation `a`'s
+  // (a loop's StepScopes, as each kept step ends).
+  void count_step(prepared& p, std::size_t a, const Scope& step);
+  void count_tensor(prepared& p, std::size_t a, const Tensor& t);
   static void uncount_storages(prepared& p, std::size_t a);
 
   // After operator `index`: its outputs counted, the peak taken (its inputs' copies still
@@ -466,15 +472,12 @@ class Executor {
   // Counts again what control-flow operator `index`'s sub-block writes of p's activations
   // (nothing for another operator).
   void count_flow_writes(prepared& p, std::size_t index);
-  // The storages of a block's activations, as last counted, added to outer_storages_ while a
-  // sub-block of it runs (those not there already), and taken out again.
-  struct outer_count {
-    Executor& executor;
-    std::vector<std::uint64_t> added;
-    void add(const prepared& q);
-    void remove() noexcept;
-    ~outer_count() { remove(); }
-  };
+  // What the blocks around the running one hold: the sum of their counts.
+  std::uint64_t enclosing_bytes() const noexcept {
+    std::uint64_t bytes = 0;
+    for (const prepared* q : enclosing_) bytes += q->live_;
+    return bytes;
+  }
 
   // Drops a variable's storage, keeping its kind: the next run's writer fills it again.
   static void release(Variable& v);
@@ -523,11 +526,10 @@ class Executor {
   bool instrumented_ = false;  // tracing or timing: no operator takes the plain path
   std::uint64_t max_steps_ = 0;
   int depth_ = 0;  // sub-blocks being run: only the outermost run counts run_ns
-  // Counting, while a sub-block runs: the storages that the blocks around it hold (their
-  // activations as last counted, and the kept step scopes of the loops running), each once,
-  // with their bytes, and the sum; a body's peak is taken with them.
-  std::unordered_map<std::uint64_t, std::size_t> outer_storages_;
-  std::uint64_t outer_bytes_ = 0;
+  // Counting, while a sub-block runs: the blocks around it that count, outermost first. Their
+  // counts (the kept step scopes of their loops included) are added to the sub-block's for its
+  // peak, and a storage one of them counts has no bytes in the blocks inside it.
+  std::vector<const prepared*> enclosing_;
   std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
   std::uint64_t copy_bytes_ = 0;                       // their bytes
 };
@@ -850,17 +852,26 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
       if (trace != nullptr && traced < trace->size()) (*trace)[traced].block_runs = runs;
     }
   } counting{trace_, traced, step};
-  // Counting: while the sub-block runs, what this block holds counts with it (as last counted,
-  // and again after each step: what the steps wrote of it), and a kept step's scope with the
-  // steps after it.
-  outer_count held{*this, {}}, kept{*this, {}};
-  if (p.counting_) held.add(p);
+  // Counting: while the sub-block runs, what this block holds counts with it (enclosing_):
+  // as last counted, and again after each step, what the step wrote of it and the step's scope
+  // when the loop keeps it. A step costs what it wrote, not what the block holds.
+  const std::int32_t steps_activation =
+      p.counting_ && scopes != nullptr ? p.output_activation_[o.first_output + out[1]] : -1;
+  const bool count_steps = steps_activation >= 0 && p.own_[std::size_t(steps_activation)];
+  if (count_steps) count_storages(p, std::size_t(steps_activation));  // dropped above
+  struct enclosed {
+    std::vector<const prepared*>& blocks;
+    std::size_t depth;
+    ~enclosed() { blocks.resize(depth); }
+  } within{enclosing_, enclosing_.size()};
+  if (p.counting_) enclosing_.push_back(&p);
   auto stepped = [&] {
     if (!p.counting_) return;
-    held.remove();
+    enclosing_.pop_back();
     count_flow_writes(p, index);
-    if (c.keep_scopes && c.body->counting_) kept.add(*c.body);
-    held.add(p);
+    if (count_steps && c.keep_scopes)
+      count_step(p, std::size_t(steps_activation), *scopes->get<StepScopes>().scopes.back());
+    enclosing_.push_back(&p);
   };
   ++depth_;
   try {
@@ -1010,15 +1021,28 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::begin_count(prepared& p) {
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::size_t a) {
   uncount_storages(p, a);
-  p.activations_[a]->for_each_tensor([&](const Tensor& t) {
-    const std::uint64_t id = t.storage_id();
-    if (id == 0) return;
-    p.counted_[a].push_back(id);
-    const std::size_t bytes = outer_storages_.contains(id) ? 0 : t.storage_bytes();
-    auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{bytes, 0});
-    if (made) p.live_ += it->second.bytes;
-    ++it->second.holders;
-  });
+  const Variable& v = *p.activations_[a];
+  if (v.is<StepScopes>()) {
+    for (const Scope* step : v.get<StepScopes>().scopes) count_step(p, a, *step);
+    return;
+  }
+  v.for_each_tensor([&](const Tensor& t) { count_tensor(p, a, t); });
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_step(prepared& p, std::size_t a, const Scope& step) {
+  step.for_each_variable(
+      [&](const Variable& v) { v.for_each_tensor([&](const Tensor& t) { count_tensor(p, a, t); }); });
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_tensor(prepared& p, std::size_t a, const Tensor& t) {
+  const std::uint64_t id = t.storage_id();
+  if (id == 0) return;
+  p.counted_[a].push_back(id);
+  bool outside = false;
+  for (const prepared* q : enclosing_) outside = outside || q->storages_.contains(id);
+  auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{outside ? 0 : t.storage_bytes(), 0});
+  if (made) p.live_ += it->second.bytes;
+  ++it->second.holders;
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::uncount_storages(prepared& p, std::size_t a) {
@@ -1037,23 +1061,6 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_flow_writes(prepared& p, std:
     if (p.own_[p.flow_written_[r]]) count_storages(p, p.flow_written_[r]);
 }
 
-FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::outer_count::add(const prepared& q) {
-  for (const auto& [id, count] : q.storages_)
-    if (count.bytes != 0 && executor.outer_storages_.try_emplace(id, count.bytes).second) {
-      executor.outer_bytes_ += count.bytes;
-      added.push_back(id);
-    }
-}
-
-FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::outer_count::remove() noexcept {
-  for (const std::uint64_t id : added) {
-    const auto it = executor.outer_storages_.find(id);
-    executor.outer_bytes_ -= it->second;
-    executor.outer_storages_.erase(it);
-  }
-  added.clear();
-}
-
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t index) {
   const prepared::op& o = p.ops_[index];
   for (std::uint32_t i = o.first_output; i < o.first_output + o.output_count; ++i) {
@@ -1061,8 +1068,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t i
     if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
   }
   count_flow_writes(p, index);
-  if (outer_bytes_ + p.live_ + copy_bytes_ > stats_.peak_activation_bytes)
-    stats_.peak_activation_bytes = outer_bytes_ + p.live_ + copy_bytes_;
+  const std::uint64_t live = enclosing_bytes() + p.live_ + copy_bytes_;
+  if (live > stats_.peak_activation_bytes) stats_.peak_activation_bytes = live;
   if (!p.eager_) return;
   for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
     const std::uint32_t a = p.released_[r];

@@ -84,6 +84,18 @@ class Scope {
 
   std::size_t kid_count() const;
 
+  // Calls f(const Variable&) for each variable of this scope and of every scope under it (the
+  // executor's memory count of kept step scopes). f must not make or erase variables or scopes.
+  template <class F>
+  void for_each_variable(F&& f) const {
+    {
+      const std::shared_lock lock(vars_mutex_);
+      for (const auto& [name, v] : vars_) f(static_cast<const Variable&>(*v));
+    }
+    const std::lock_guard lock(kids_mutex_);
+    for (const std::unique_ptr<Scope>& kid : kids_) kid->for_each_variable(f);
+  }
+
  private:
   explicit Scope(const Scope* parent) : parent_(parent) {}
 
