@@ -681,14 +681,21 @@ const Variable& transfer_cache::get(const Variable& source, const copy_key& made
   stats.bytes_transformed += bytes;
   if (bytes_copied == 0) ++stats.reorders;
   content_stamp copy(*value);
+  // Watched before the slot is made (a slot is always watched; a watch without a slot is
+  // harmless), and never a position in lru without its entry.
   if (copies == t.sources.end()) {
-    copies = t.sources.try_emplace(id).first;
     t.gone.watch(source.gone_notice(), id);
+    copies = t.sources.try_emplace(id).first;
   }
   t.lru.emplace_front(id, to);
   const Variable& kept = *value;
-  copies->second.push_back(
-      table::entry{to, std::move(stamp), std::move(copy), std::move(value), bytes, t.lru.begin()});
+  try {
+    copies->second.push_back(
+        table::entry{to, std::move(stamp), std::move(copy), std::move(value), bytes, t.lru.begin()});
+  } catch (...) {
+    t.lru.pop_front();
+    throw;
+  }
   bytes_ += bytes;
   // Never the copy just made: it is the most recently used.
   while ((bytes_ > max_bytes_ || t.lru.size() > max_entries_) && t.lru.size() > 1) {

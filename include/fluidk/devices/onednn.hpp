@@ -131,6 +131,7 @@ class onednn_cache {
     const std::lock_guard lock(mutex_);
     entries_.clear();
     lru_.clear();
+    by_source_.clear();
     prepared_bytes_ = 0;
     gone_.unwatch_all();
   }
@@ -148,24 +149,30 @@ class onednn_cache {
 
   void touch(map::iterator it) { lru_.splice(lru_.begin(), lru_, it->second.position); }
   map::iterator erase(map::iterator it) {
-    if (it->second.source != 0) gone_.unwatch(it->second.source);
+    if (const std::uint64_t source = it->second.source; source != 0) {
+      gone_.unwatch(source);
+      if (const auto keys = by_source_.find(source); keys != by_source_.end()) {
+        std::erase(keys->second, &it->first);
+        if (keys->second.empty()) by_source_.erase(keys);
+      }
+    }
     prepared_bytes_ -= it->second.bytes;
     lru_.erase(it->second.position);
     return entries_.erase(it);
   }
   // The entries of the sources told gone, under the lock (detail/gone_notice.hpp: the lock of
-  // the storages' lists is not held then). A scan: it runs only when a weight's storage is
-  // destroyed, and the cache holds a few thousand entries at most.
+  // the storages' lists is not held then): a lookup per source, whatever the cache holds.
   void drop_gone_locked() {
-    std::vector<std::uint64_t> ids = gone_.take();
-    std::sort(ids.begin(), ids.end());
-    for (auto it = entries_.begin(); it != entries_.end();)
-      if (it->second.source != 0 && std::binary_search(ids.begin(), ids.end(), it->second.source)) {
+    for (const std::uint64_t id : gone_.take()) {
+      const auto keys = by_source_.find(id);
+      if (keys == by_source_.end()) continue;
+      const std::vector<const std::string*> dropped = std::move(keys->second);
+      by_source_.erase(keys);
+      for (const std::string* key : dropped) {
         ++stats_.dropped;
-        it = erase(it);
-      } else {
-        ++it;
+        erase(entries_.find(*key));
       }
+    }
   }
   void insert(const std::string& key, std::shared_ptr<const void> value, const std::type_info* type,
               tensor_stamp stamp, std::size_t bytes, const Tensor* source) {
@@ -173,8 +180,16 @@ class onednn_cache {
     if (source != nullptr) source->watch_storage(gone_);
     if (auto it = entries_.find(key); it != entries_.end()) erase(it);
     lru_.push_front(key);
-    entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes,
-                                source != nullptr ? source->storage_id() : 0, lru_.begin()});
+    const std::uint64_t id = source != nullptr ? source->storage_id() : 0;
+    map::iterator made;
+    try {
+      made = entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes, id, lru_.begin()})
+                 .first;
+    } catch (...) {
+      lru_.pop_front();  // no key in the list without its entry
+      throw;
+    }
+    if (id != 0) by_source_[id].push_back(&made->first);
     prepared_bytes_ += bytes;
     while ((entries_.size() > max_entries_ || prepared_bytes_ > max_prepared_bytes_) && lru_.size() > 1) {
       erase(entries_.find(lru_.back()));
@@ -186,6 +201,8 @@ class onednn_cache {
   mutable std::mutex mutex_;
   std::list<std::string> lru_;  // most recently used first
   map entries_;
+  // The keys of each source's prepared weights (the map's own keys, which stay where they are).
+  std::unordered_map<std::uint64_t, std::vector<const std::string*> > by_source_;
   std::size_t prepared_bytes_ = 0;
   statistics stats_;
   // Last: out of the storages' lists before the entries go (the cache is never moved).
