@@ -1030,7 +1030,14 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::si
   uncount_storages(p, a);
   const Variable& v = *p.activations_[a];
   if (v.is<StepScopes>()) {
-    for (const Scope* step : v.get<StepScopes>().scopes) count_step(p, a, *step);
+    // The listed scopes that are still there: children of the block's scope (a loop's kept
+    // steps). One listed under an enclosing loop's step is gone with that step, and counted
+    // with it while it lives.
+    std::vector<const Scope*> listed(v.get<StepScopes>().scopes.begin(), v.get<StepScopes>().scopes.end());
+    std::sort(listed.begin(), listed.end());
+    p.scope_->for_each_kid([&](const Scope& kid) {
+      if (std::binary_search(listed.begin(), listed.end(), &kid)) count_step(p, a, kid);
+    });
     return;
   }
   v.for_each_tensor([&](const Tensor& t) { count_tensor(p, a, t); });
@@ -1080,7 +1087,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t i
   if (!p.eager_) return;
   for (std::uint32_t r = p.release_ends_[index]; r < p.release_ends_[index + 1]; ++r) {
     const std::uint32_t a = p.released_[r];
-    if (!p.own_[a]) continue;
+    // A StepScopes is not released: its scopes live, and count, until the loop runs again.
+    if (!p.own_[a] || p.activations_[a]->is<StepScopes>()) continue;
     uncount_storages(p, a);
     release(*p.activations_[a]);
   }

@@ -92,8 +92,14 @@ class Scope {
       const std::shared_lock lock(vars_mutex_);
       for (const auto& [name, v] : vars_) f(static_cast<const Variable&>(*v));
     }
+    for_each_kid([&](const Scope& kid) { kid.for_each_variable(f); });
+  }
+  // Calls f(const Scope&) for each child scope, under the lock of this scope's children: f must
+  // not make or delete a child of this scope.
+  template <class F>
+  void for_each_kid(F&& f) const {
     const std::lock_guard lock(kids_mutex_);
-    for (const std::unique_ptr<Scope>& kid : kids_) kid->for_each_variable(f);
+    for (const std::unique_ptr<Scope>& kid : kids_) f(static_cast<const Scope&>(*kid));
   }
 
  private:

@@ -179,17 +179,32 @@ class onednn_cache {
     const std::lock_guard lock(mutex_);
     if (source != nullptr) source->watch_storage(gone_);
     if (auto it = entries_.find(key); it != entries_.end()) erase(it);
-    lru_.push_front(key);
+    // The source's slot in the index, with room for this key, made first: once the entry is
+    // in, nothing below throws.
     const std::uint64_t id = source != nullptr ? source->storage_id() : 0;
+    std::vector<const std::string*>* keys = nullptr;
+    if (id != 0) {
+      keys = &by_source_[id];
+      try {
+        keys->reserve(keys->size() + 1);
+      } catch (...) {
+        if (keys->empty()) by_source_.erase(id);
+        throw;
+      }
+    }
     map::iterator made;
+    bool listed = false;
     try {
+      lru_.push_front(key);
+      listed = true;
       made = entries_.emplace(key, entry{std::move(value), type, std::move(stamp), bytes, id, lru_.begin()})
                  .first;
     } catch (...) {
-      lru_.pop_front();  // no key in the list without its entry
+      if (listed) lru_.pop_front();  // no key in the list without its entry
+      if (keys != nullptr && keys->empty()) by_source_.erase(id);
       throw;
     }
-    if (id != 0) by_source_[id].push_back(&made->first);
+    if (keys != nullptr) keys->push_back(&made->first);
     prepared_bytes_ += bytes;
     while ((entries_.size() > max_entries_ || prepared_bytes_ > max_prepared_bytes_) && lru_.size() > 1) {
       erase(entries_.find(lru_.back()));
