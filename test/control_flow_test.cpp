@@ -865,59 +865,70 @@ TEST_CASE("memory counting: a StepScopes that lists scopes gone with an enclosin
   // failed step), the inner list still names the scopes gone with them. The count must not
   // walk them (the ASan build of scripts/test runs this).
   REQUIRE(registered);
-  for (const bool fail : {false, true}) {
-    INFO("a step fails " << fail);
-    ProgramDesc program;
-    BlockDesc& global = program.global_block();
-    for (const char* name : {"i", "steps1", "steps2"}) global.var(name);
-    global.var("c").dtype = data_type::boolean;
-    global.var("p500").persistable = true;
-    BlockDesc& outer = program.append_block(0);
-    BlockDesc& inner = program.append_block(outer.idx());
-    outer.var("j");
-    outer.var("cj").dtype = data_type::boolean;
-    inner.var("t");
-    inner.append_op(op("cf_fill", {{"X", {"p500"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
-    inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
-    inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-    outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
-    outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-    outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"cj"}}},
-                       {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
-                       {{"sub_block", block_ref{inner.idx()}}}));
-    if (fail) {
-      outer.var("f");
-      outer.append_op(op("cf_fail", {{"X", {"i"}}}, {{"Out", {"f"}}}, {{"at", 1.0f}}));
-    }
-    outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-    outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
-    global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
-    global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}},
-                        {{"Out", {"i", "c"}}, {"StepScopes", {"steps1"}}},
-                        {{"sub_block", block_ref{outer.idx()}}}));
-    Scope scope;
-    scope.var("p500").set(scalar(0, {500}));
-    Executor executor(cpu_place);
-    auto prepared =
-        executor.prepare(global, scope, {.count_memory = true, .keep = {"i", "c", "steps1", "steps2"}});
-    for (int run = 0; run < 2; ++run) {
-      INFO("run " << run);
-      // The second run of the loop that does not fail takes no step: it drops the first run's.
-      scope.var("i").set(scalar(run == 0 || fail ? 0.f : 5.f));
-      executor.reset_stats();
+  for (const bool fail : {false, true})
+    for (const bool outer_kept : {true, false}) {
+      if (fail && !outer_kept) continue;
+      INFO("a step fails " << fail << ", the outer loop keeps its steps " << outer_kept);
+      ProgramDesc program;
+      BlockDesc& global = program.global_block();
+      for (const char* name : {"i", "steps1", "steps2"}) global.var(name);
+      global.var("c").dtype = data_type::boolean;
+      global.var("p500").persistable = true;
+      BlockDesc& outer = program.append_block(0);
+      BlockDesc& inner = program.append_block(outer.idx());
+      outer.var("j");
+      outer.var("cj").dtype = data_type::boolean;
+      inner.var("t");
+      inner.append_op(op("cf_fill", {{"X", {"p500"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
+      inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
+      inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
+      outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
+      outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
+      outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"cj"}}},
+                         {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
+                         {{"sub_block", block_ref{inner.idx()}}}));
       if (fail) {
-        CHECK_THROWS_WITH(executor.run(prepared), Catch::Contains("cf_fail was asked to fail"));
-        CHECK(scope.get("steps1").get<StepScopes>().scopes.empty());
-        continue;
+        outer.var("f");
+        outer.append_op(op("cf_fail", {{"X", {"i"}}}, {{"Out", {"f"}}}, {{"at", 1.0f}}));
       }
-      executor.run(prepared);
-      // Three outer steps kept, each with j, cj and two inner steps of t (2000 bytes); i and c.
-      const std::uint64_t kept = 3 * (4 + 1 + 2 * 2000u);
-      CHECK(scope.get("steps1").get<StepScopes>().scopes.size() == (run == 0 ? 3u : 0u));
-      CHECK(executor.stats().live_bytes == 4 + 1 + (run == 0 ? kept : 0u));
-      CHECK(executor.stats().peak_activation_bytes == 4 + 1 + kept);  // the second: the first's, as it starts
+      outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+      outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+      global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+      slot_map outputs{{"Out", {"i", "c"}}};
+      if (outer_kept) outputs["StepScopes"] = {"steps1"};
+      global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, std::move(outputs),
+                          {{"sub_block", block_ref{outer.idx()}}}));
+      Scope scope;
+      scope.var("p500").set(scalar(0, {500}));
+      Executor executor(cpu_place);
+      auto prepared =
+          executor.prepare(global, scope, {.count_memory = true, .keep = {"i", "c", "steps1", "steps2"}});
+      for (int run = 0; run < 2; ++run) {
+        INFO("run " << run);
+        // The second run of the loop that does not fail takes no step: it drops the first run's.
+        scope.var("i").set(scalar(run == 0 || fail ? 0.f : 5.f));
+        executor.reset_stats();
+        if (fail) {
+          CHECK_THROWS_WITH(executor.run(prepared), Catch::Contains("cf_fail was asked to fail"));
+          CHECK(scope.get("steps1").get<StepScopes>().scopes.empty());
+          continue;
+        }
+        executor.run(prepared);
+        if (!outer_kept) {
+          // The outer steps share one scope: the inner loop's last two kept steps live under it,
+          // listed in steps2 (the second run takes no outer step and leaves them).
+          CHECK(scope.get("steps2").get<StepScopes>().scopes.size() == 2);
+          CHECK(executor.stats().live_bytes == 4 + 1 + 2 * 2000u);
+          continue;
+        }
+        // Three outer steps kept, each with j, cj and two inner steps of t (2000 bytes); i and c.
+        const std::uint64_t kept = 3 * (4 + 1 + 2 * 2000u);
+        CHECK(scope.get("steps1").get<StepScopes>().scopes.size() == (run == 0 ? 3u : 0u));
+        CHECK(executor.stats().live_bytes == 4 + 1 + (run == 0 ? kept : 0u));
+        CHECK(executor.stats().peak_activation_bytes ==
+              4 + 1 + kept);  // the second: the first's, as it starts
+      }
     }
-  }
 }
 
 TEST_CASE("memory counting: eager deletion keeps counting step scopes that a later operator read",

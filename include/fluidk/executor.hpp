@@ -438,6 +438,13 @@ class Executor {
   // Deletes the step scopes that `scopes` lists (children of the program's scope; one already
   // gone is skipped) and empties the list.
   static void drop_step_scopes(prepared& p, Variable* scopes) noexcept;
+  // A StepScopes' scopes by address and serial, sorted (empty when it has no serials): a listed
+  // scope is one of them only when both match, so a scope that is gone, or a new one at its
+  // address, is never taken for it. (Addresses compared as integers: < on pointers to unrelated
+  // objects is unspecified.)
+  using listed_scopes = std::vector<std::pair<std::uintptr_t, std::uint64_t>>;
+  static listed_scopes listed(const StepScopes& steps);
+  static bool lists(const listed_scopes& listed, const Scope& scope) noexcept;
 
   // Whether a condition variable holds: a bool tensor of one element, read on the host. One
   // on a device is copied to the host first, counted (condition_copies, bytes_copied) and
@@ -924,7 +931,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_step(prepared& p, prepared::con
   prepared& body = *c.body;
   if (c.keep_scopes) {
     Scope& step = p.scope_->new_scope();
-    scopes->get_mutable<StepScopes>().scopes.push_back(&step);
+    StepScopes& listed = scopes->get_mutable<StepScopes>();
+    listed.serials.resize(listed.scopes.size());  // a list another writer made without them
+    listed.serials.reserve(listed.scopes.size() + 1);
+    listed.scopes.push_back(&step);
+    listed.serials.push_back(step.serial());
     reseat(body, step);
   } else {
     for (const std::string& name : c.fresh)
@@ -957,15 +968,37 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::abandon_steps(prepared& p, prepared
   }
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::listed_scopes Executor::listed(const StepScopes& steps) {
+  listed_scopes out;
+  if (steps.serials.size() != steps.scopes.size()) return out;
+  out.reserve(steps.scopes.size());
+  for (std::size_t i = 0; i < steps.scopes.size(); ++i)
+    out.emplace_back(reinterpret_cast<std::uintptr_t>(steps.scopes[i]), steps.serials[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool Executor::lists(const listed_scopes& listed, const Scope& scope) noexcept {
+  return std::binary_search(listed.begin(), listed.end(),
+                            std::pair{reinterpret_cast<std::uintptr_t>(&scope), scope.serial()});
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::drop_step_scopes(prepared& p, Variable* scopes) noexcept {
   if (scopes == nullptr || !scopes->is<StepScopes>()) return;
-  for (Scope* step : scopes->get_mutable<StepScopes>().scopes) {
-    try {
-      p.scope_->delete_scope(*step);
-    } catch (const error&) {  // deleted with the scope's other children already
-    }
+  StepScopes& steps = scopes->get_mutable<StepScopes>();
+  // The listed children that are still there (one gone with its parent's children, or with an
+  // enclosing loop's step, is skipped; a new child at its address is not it).
+  try {
+    const listed_scopes wanted = listed(steps);
+    std::vector<Scope*> found;
+    p.scope_->for_each_kid([&](const Scope& kid) {
+      if (lists(wanted, kid)) found.push_back(const_cast<Scope*>(&kid));
+    });
+    for (Scope* step : found) p.scope_->delete_scope(*step);
+  } catch (...) {  // no memory for the lists: the steps go with the program's scope
   }
-  scopes->get_mutable<StepScopes>().scopes.clear();
+  steps.scopes.clear();
+  steps.serials.clear();
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE bool Executor::condition_holds(std::string_view op, std::string_view slot,
@@ -1030,14 +1063,24 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::si
   uncount_storages(p, a);
   const Variable& v = *p.activations_[a];
   if (v.is<StepScopes>()) {
-    // The listed scopes that are still there: children of the block's scope (a loop's kept
-    // steps). One listed under an enclosing loop's step is gone with that step, and counted
-    // with it while it lives.
-    std::vector<const Scope*> listed(v.get<StepScopes>().scopes.begin(), v.get<StepScopes>().scopes.end());
-    std::sort(listed.begin(), listed.end());
-    p.scope_->for_each_kid([&](const Scope& kid) {
-      if (std::binary_search(listed.begin(), listed.end(), &kid)) count_step(p, a, kid);
-    });
+    // The listed scopes that are still there, found under the block's scope by address and
+    // serial: a listed scope may be gone (with an enclosing loop's step, or deleted with its
+    // parent's children), and a new scope may have its address. Nothing is read of a scope
+    // before it is found so.
+    const listed_scopes wanted = listed(v.get<StepScopes>());
+    std::size_t left = wanted.size();
+    auto find = [&](auto& self, const Scope& under) -> void {
+      under.for_each_kid([&](const Scope& kid) {
+        if (left == 0) return;
+        if (lists(wanted, kid)) {
+          count_step(p, a, kid);
+          --left;
+        } else {
+          self(self, kid);
+        }
+      });
+    };
+    find(find, *p.scope_);
     return;
   }
   v.for_each_tensor([&](const Tensor& t) { count_tensor(p, a, t); });

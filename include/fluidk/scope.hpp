@@ -39,6 +39,8 @@ class Scope {
   Scope& operator=(const Scope&) = delete;
 
   const Scope* parent() const noexcept { return parent_; }
+  // Unique for the life of the process, unlike the address (StepScopes::serials).
+  std::uint64_t serial() const noexcept { return serial_; }
 
   // The variable `name` of this scope, made empty if it does not exist here yet (a variable
   // of the same name in a parent is shadowed, not touched).
@@ -106,6 +108,11 @@ class Scope {
   explicit Scope(const Scope* parent) : parent_(parent) {}
 
   const Scope* parent_ = nullptr;
+  std::uint64_t serial_ = next_serial();
+  static std::uint64_t next_serial() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
   mutable std::shared_mutex vars_mutex_;
   std::unordered_map<std::string, std::unique_ptr<Variable>, detail::string_hash, std::equal_to<>> vars_;
   std::atomic<std::uint64_t> names_changed_{0};  // variables made or erased here (names_version)

@@ -27,6 +27,10 @@ class Scope;
 // operator runs again, and so does deleting that scope's children.
 struct StepScopes {
   std::vector<Scope*> scopes;
+  // Each listed scope's Scope::serial(), in the same order: a scope that is gone (deleted with
+  // an enclosing loop's step, or with its parent's children) is told apart from a new one that
+  // took its address. (The executor's memory count reads only the scopes both name.)
+  std::vector<std::uint64_t> serials = {};
 };
 
 enum class var_kind : std::uint8_t { empty, lod_tensor, selected_rows, lod_tensor_array, step_scopes };
