@@ -40,22 +40,29 @@ struct add_weight_op {
   static constexpr auto kernels = make_kernels(fluidk::kernels_on<cpu>(add_weight<float>{}),
                                                fluidk::kernels_on<accelerator>(add_weight<float>{}));
 };
+// 64 floats: 0, 1, ..., 63 (the weight), or all `value` (an input).
+LoDTensor weight64() {
+  Tensor w({64}, data_type::float32);
+  for (int i = 0; i < 64; ++i) w.data<float>()[i] = float(i);
+  return LoDTensor(w);
+}
+LoDTensor filled64(float value) {
+  Tensor x({64}, data_type::float32);
+  for (int i = 0; i < 64; ++i) x.data<float>()[i] = value;
+  return LoDTensor(x);
+}
 }  // namespace
 
 TEST_CASE("executors share a parent scope of weights across threads", "[executor][threads]") {
   register_operator<add_weight_op>();
   Scope weights;
-  Tensor w({64}, data_type::float32);
-  for (int i = 0; i < 64; ++i) w.data<float>()[i] = float(i);
-  weights.var("w").set(LoDTensor(w));
+  weights.var("w").set(weight64());
   std::vector<std::thread> threads;
   std::vector<int> ok(4, 0);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       Scope& local = weights.new_scope();
-      Tensor x({64}, data_type::float32);
-      for (int i = 0; i < 64; ++i) x.data<float>()[i] = float(t);
-      local.var("x").set(LoDTensor(x));
+      local.var("x").set(filled64(float(t)));
       const std::vector<op_invocation> program{
           {"add_weight", {{"X", {"x"}}, {"W", {"w"}}}, {{"Out", {"y"}}}, {}},
           {"add_weight", {{"X", {"y"}}, {"W", {"w"}}}, {{"Out", {"z"}}}, {}}};
@@ -79,18 +86,11 @@ TEST_CASE("executors on threads drop the copies of their requests' inputs", "[ex
   // hear of it from another thread.
   register_operator<add_weight_op>();
   Scope weights;
-  Tensor w({64}, data_type::float32);
-  for (int i = 0; i < 64; ++i) w.data<float>()[i] = float(i);
-  weights.var("w").set(LoDTensor(w));
-  auto input = [](float value) {
-    Tensor x({64}, data_type::float32);
-    for (int i = 0; i < 64; ++i) x.data<float>()[i] = value;
-    return LoDTensor(x);
-  };
+  weights.var("w").set(weight64());
   std::vector<Scope*> firsts, locals;
   for (int t = 0; t < 4; ++t) {
     firsts.push_back(&weights.new_scope());
-    firsts.back()->var("x").set(input(-1));
+    firsts.back()->var("x").set(filled64(-1));
     locals.push_back(&weights.new_scope());
   }
   std::atomic<int> started{0};
@@ -107,7 +107,7 @@ TEST_CASE("executors on threads drop the copies of their requests' inputs", "[ex
       bool right = true;
       for (int request = 0; request < 20; ++request) {
         Scope& s = locals[std::size_t(t)]->new_scope();
-        s.var("x").set(input(float(request)));
+        s.var("x").set(filled64(float(request)));
         executor.run(program, s);
         const Tensor y = copy_to(s.get("y").get<LoDTensor>(), cpu_place);
         // The weight, this request's input, and perhaps the first scope's input still.

@@ -654,9 +654,8 @@ const Variable& transfer_cache::get(const Variable& source, const copy_key& made
     table_ = std::make_unique<table>();
     gone_ = &table_->gone;
   }
+  drop_gone();
   table& t = *table_;
-  if (t.gone.any()) [[unlikely]]
-    t.drop_gone(bytes_);
   const std::uint64_t id = source.id();
   const table::target to{made_for.target.ordinal(), made_for.target.place().device(), made_for.rules,
                          made_for.slot};
@@ -1095,8 +1094,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_tensor(prepared& p, std::size
   const std::uint64_t id = t.storage_id();
   if (id == 0) return;
   p.counted_[a].push_back(id);
-  bool outside = false;
-  for (const prepared* q : enclosing_) outside = outside || q->storages_.contains(id);
+  const bool outside = std::any_of(enclosing_.begin(), enclosing_.end(),
+                                   [&](const prepared* q) { return q->storages_.contains(id); });
   auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{outside ? 0 : t.storage_bytes(), 0});
   if (made) p.live_ += it->second.bytes;
   ++it->second.holders;

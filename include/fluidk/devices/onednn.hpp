@@ -60,8 +60,7 @@ class onednn_cache {
   std::shared_ptr<const T> get(const std::string& key, Make&& make) {
     {
       const std::lock_guard lock(mutex_);
-      if (gone_.any()) [[unlikely]]
-        drop_gone_locked();
+      drop_gone_locked();
       if (auto it = entries_.find(key); it != entries_.end()) {
         if (it->second.type != &typeid(T))
           throw error("oneDNN cache: key \"" + key + "\" was made for another type of object");
@@ -89,8 +88,7 @@ class onednn_cache {
     full += std::to_string(source.offset());
     {
       const std::lock_guard lock(mutex_);
-      if (gone_.any()) [[unlikely]]
-        drop_gone_locked();
+      drop_gone_locked();
       if (auto it = entries_.find(full); it != entries_.end()) {
         if (it->second.stamp.matches(source)) {
           touch(it);
@@ -125,7 +123,7 @@ class onednn_cache {
   // get and prepared call does so first); size() and prepared_bytes() count them until then.
   void drop_gone() {
     const std::lock_guard lock(mutex_);
-    if (gone_.any()) drop_gone_locked();
+    drop_gone_locked();
   }
   void clear() {
     const std::lock_guard lock(mutex_);
@@ -163,6 +161,8 @@ class onednn_cache {
   // The entries of the sources told gone, under the lock (detail/gone_notice.hpp: the lock of
   // the storages' lists is not held then): a lookup per source, whatever the cache holds.
   void drop_gone_locked() {
+    if (!gone_.any()) [[likely]]
+      return;
     for (const std::uint64_t id : gone_.take()) {
       const auto keys = by_source_.find(id);
       if (keys == by_source_.end()) continue;
