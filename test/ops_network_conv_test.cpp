@@ -58,17 +58,21 @@ std::vector<float> values(const Tensor& t) {
   return std::vector<float>(read.data<float>(), read.data<float>() + read.numel());
 }
 
-// A kernel to check: where it runs, whether the call asks for oneDNN, and Input's layout.
+// A kernel to check: where it runs, whether the call asks for oneDNN, Input's layout, and the
+// attribute onednn_layout when given (the layout a oneDNN kernel gives an NCHW input's output).
 struct variant {
   std::string name;
   place where;
   bool use_onednn;
   data_layout layout;
+  std::string onednn_layout = "";
 };
 std::vector<variant> float_variants() {
   std::vector<variant> v{{"CPU plain", cpu_place, false, data_layout::nchw}};
 #if FLUIDK_OPS_ONEDNN
   v.push_back({"CPU oneDNN, NCHW", cpu_place, true, data_layout::nchw});
+  v.push_back({"CPU oneDNN, NCHW, onednn_layout NHWC", cpu_place, true, data_layout::nchw, "NHWC"});
+  v.push_back({"CPU oneDNN, NHWC", cpu_place, true, data_layout::nhwc});
   v.push_back({"CPU oneDNN, nChw8c", cpu_place, true, data_layout_of<layout::nChw8c>});
   v.push_back({"CPU oneDNN, nChw16c", cpu_place, true, data_layout_of<layout::nChw16c>});
 #endif
@@ -157,12 +161,17 @@ reference_result run_conv(const variant& v, const Tensor& x, const Tensor& w, at
           : transform(x, kernel_key{cpu_place, data_type::float32, v.layout, library_type::plain})));
   scope.var("w").set(LoDTensor(w));
   if (v.use_onednn) attrs.set("use_onednn", true);
+  if (!v.onednn_layout.empty()) attrs.set("onednn_layout", v.onednn_layout);
   const kernel_choice choice = fluidk_test::run_named(
       v.where, scope, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}}, attrs);
   INFO(v.name << " chose " << choice.chosen.to_string());
   CHECK(choice.chosen.place() == v.where);
   CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
   const LoDTensor& y = scope.get("y").get<LoDTensor>();
+  // An NHWC input keeps its layout, and onednn_layout NHWC gives an NCHW input's output NHWC
+  // (an empty one comes from the plain kernel, in NCHW).
+  if (v.use_onednn && (v.layout == data_layout::nhwc || v.onednn_layout == "NHWC") && y.numel() > 0)
+    CHECK(y.layout() == data_layout::nhwc);
   return {y.dims(), values(y)};
 }
 
@@ -534,6 +543,11 @@ TEST_CASE("conv2d refuses a bad Bias, ResidualData or fuse_activation, naming it
                       Catch::Contains("conv2d") && Catch::Contains("\"tanh\""));
     CHECK_THROWS_WITH(run({}, {{"fuse_activation", std::string("clip")}, {"fuse_alpha", 0.f}}),
                       Catch::Contains("conv2d") && Catch::Contains("fuse_beta"));
+    // The oneDNN kernel reads onednn_layout where Input is NCHW (it chooses Output's layout there).
+    if (v.use_onednn && v.layout == data_layout::nchw)
+      CHECK_THROWS_WITH(
+          run({}, {{"onednn_layout", std::string("NCHW")}}),
+          Catch::Contains("conv2d") && Catch::Contains("onednn_layout must be \"blocked\" or \"NHWC\""));
     // The same call with valid inputs runs; reading its output back also waits for a device's
     // kernels (none may still be queued when the process ends).
     REQUIRE_NOTHROW(

@@ -70,6 +70,7 @@ std::vector<variant> float_variants() {
   v.push_back({"CPU oneDNN, NCHW", cpu_place, true, data_layout::nchw});
   v.push_back({"CPU oneDNN, nChw8c", cpu_place, true, data_layout_of<layout::nChw8c>});
   v.push_back({"CPU oneDNN, nChw16c", cpu_place, true, data_layout_of<layout::nChw16c>});
+  v.push_back({"CPU oneDNN, NHWC", cpu_place, true, data_layout::nhwc});
 #endif
 #if FLUIDK_OPS_OPENCL
   v.push_back({"OpenCL", place::of<opencl>(0), false, data_layout::nchw});

@@ -832,6 +832,34 @@ TEST_CASE("concat, oneDNN, blocked inputs: channels of whole blocks stay blocked
     }
   }
 
+  // NHWC inputs (of oneDNN's NHWC convolutions) stay NHWC along every axis; with an input in
+  // another layout, Out is NCHW.
+  const concat_case nhwc_cases[] = {
+      {{{2, 3, 4, 5}, {2, 5, 4, 5}, {2, 0, 4, 5}}, 1},
+      {{{2, 3, 4, 5}, {1, 3, 4, 5}}, 0},
+      {{{2, 3, 4, 5}, {2, 3, 2, 5}}, 2},
+      {{{2, 3, 4, 5}, {2, 3, 4, 1}}, -1},
+  };
+  for (const concat_case& c : nhwc_cases)
+    for (const bool all_nhwc : {true, false}) {
+      Scope scope;
+      std::vector<std::string> names;
+      std::vector<std::vector<float>> xs;
+      for (std::size_t i = 0; i < c.xs.size(); ++i) {
+        names.push_back("x" + std::to_string(i));
+        const data_layout l = all_nhwc || i > 0 ? data_layout::nhwc : data_layout::nchw;
+        scope.var(names.back()).set(LoDTensor(random_tensor<float>(c.xs[i], l)));
+        xs.push_back(values<float>(scope.get(names.back())));
+      }
+      INFO("first " << c.xs[0] << ", axis " << c.axis << (all_nhwc ? ", NHWC" : ", NCHW then NHWC"));
+      run_as(dnn, scope, "concat", {{"X", names}}, {{"Out", {"out"}}}, {{"axis", c.axis}});
+      const LoDTensor& out = scope.get("out").get<LoDTensor>();
+      CHECK(out.layout() == (all_nhwc ? data_layout::nhwc : data_layout::nchw));
+      const std::size_t axis = std::size_t(c.axis < 0 ? c.axis + 4 : c.axis);
+      CHECK(values<float>(out) == naive_concat(xs, c.xs, axis));
+      for (std::size_t i = 0; i < names.size(); ++i) CHECK(values<float>(scope.get(names[i])) == xs[i]);
+    }
+
   // A plain input beside a blocked first one is brought to the kernel's blocked layout.
   Scope scope;
   scope.var("blocked").set(LoDTensor(random_tensor<float>({1, 8, 3, 3}, n8)));

@@ -83,6 +83,10 @@ class rewriter {
   std::size_t conv_residual();
   std::size_t conv_activation();
   std::size_t gemm_activation();
+  void set_conv_layout(const std::string& layout) {
+    for (OpDesc& op : ops_)
+      if (op.type() == "conv2d") op.set_attr("onednn_layout", layout);
+  }
 
   // Block 0 anew from the operators left, without the variables and weights no one uses.
   void commit();
@@ -496,6 +500,48 @@ std::size_t run_fuse_pass(imported_model& model, std::string_view name) {
   }
   if (fused > 0) r.commit();
   return fused;
+}
+
+layout_choice choose_onednn_layout(imported_model& model, std::string_view mode, bool nhwc_convolutions) {
+  if (mode != "auto" && mode != "blocked" && mode != "NHWC")
+    throw error("the layout of oneDNN's convolutions is auto, blocked or NHWC, not '" + std::string(mode) +
+                "'");
+  layout_choice choice{std::string(mode), "given"};
+  const BlockDesc& block = model.program.block(0);
+  // The outputs of the convolutions and poolings, which keep the layout they are given.
+  std::set<std::string, std::less<>> spatial;
+  std::size_t convolutions = 0;
+  std::string against;
+  for (const OpDesc& op : block.ops()) {
+    if (op.type() == "conv2d") {
+      ++convolutions;
+      if (attr_of<std::int32_t>(op, "groups").value_or(1) != 1 && against.empty())
+        against = "a grouped conv2d";
+    }
+    if (op.type() == "conv2d" || op.type() == "pool2d")
+      for (const auto& [slot, names] : op.outputs()) spatial.insert(names.begin(), names.end());
+  }
+  if (convolutions == 0) return {"blocked", "no conv2d"};
+  // What reads them: another convolution or pooling keeps NHWC; flatten2 and reshape2 read
+  // NCHW (the network's end). Anything else (a concat, an unfused batch norm or activation)
+  // would take NHWC back to NCHW, or copy strided.
+  for (const OpDesc& op : block.ops())
+    for (const auto& [slot, names] : op.inputs())
+      for (const std::string& name : names)
+        if (against.empty() && spatial.contains(name) && op.type() != "conv2d" && op.type() != "pool2d" &&
+            op.type() != "flatten2" && op.type() != "reshape2")
+          against = op.type() + " reads the output of a conv2d or pool2d";
+  if (mode == "auto") {
+    if (!nhwc_convolutions) against = "no brgemm-based NHWC convolutions of oneDNN on this CPU (AVX-512)";
+    choice = against.empty()
+                 ? layout_choice{"NHWC", "auto: every conv2d ungrouped, read by conv2d, pool2d or the end"}
+                 : layout_choice{"blocked", "auto: " + against};
+  }
+  // Set on a copy of each conv2d, block 0 made anew as the passes make it.
+  rewriter r(model);
+  r.set_conv_layout(choice.layout);
+  r.commit();
+  return choice;
 }
 
 std::vector<fuse_report> fuse(imported_model& model, const std::set<std::string, std::less<>>& off) {

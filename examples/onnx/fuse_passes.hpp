@@ -48,4 +48,20 @@ struct fuse_report {
 // `off` switches every pass off); a report per pass, in that order.
 std::vector<fuse_report> fuse(imported_model& model, const std::set<std::string, std::less<>>& off);
 
+// The layout of the activations of oneDNN's convolutions: conv2d's attribute onednn_layout
+// ("blocked" or "NHWC"), which its oneDNN kernel reads where Input is NCHW (the network's first
+// convolution; the next ones keep the layout it gives them), set on every conv2d of block 0.
+// `mode` "blocked" or "NHWC" sets it; "auto" chooses NHWC where `nhwc_convolutions` (oneDNN runs
+// its brgemm-based NHWC convolutions on this CPU: AVX-512), every conv2d of block 0 is
+// ungrouped, and only conv2d, pool2d, flatten2 and reshape2 read the outputs of its conv2d and
+// pool2d operators (as in ResNet after the fuse passes), else blocked. oneDNN 2.6's NHWC
+// convolutions are faster on ResNet's plain convolutions; its depthwise ones are slower than
+// the blocked ones, a concatenation of channels is a strided copy in NHWC, and the example
+// operators' other oneDNN kernels take NHWC data back to NCHW (docs/onnx.md).
+struct layout_choice {
+  std::string layout;  // "blocked" or "NHWC"
+  std::string why;     // "given", or auto's reason
+};
+layout_choice choose_onednn_layout(imported_model& model, std::string_view mode, bool nhwc_convolutions);
+
 }  // namespace fluidk::onnx_import

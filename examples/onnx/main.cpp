@@ -6,7 +6,7 @@
 //   run_onnx MODEL.onnx [--input F.pb]... [--output-dir D] [--expect D] [--rtol R] [--atol A]
 //            [--place cpu|opencl:0|cuda:0] [--library plain|onednn|cudnn]
 //            [--op-device OPTYPE=PLACE]... [--threads N] [--repeat N] [--plan] [--dot FILE]
-//            [--no-fuse PASS]... [--no-eager-deletion]
+//            [--no-fuse PASS]... [--no-eager-deletion] [--onednn-layout auto|blocked|NHWC]
 //
 // Exit status: 0 when it ran (and every output matched), 1 when an output did not match,
 // 2 when the command line, the model or an input is refused (nothing ran), 3 when the run
@@ -36,6 +36,7 @@
 #include <limits>
 #include <map>
 #include <ops/ops.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@
 
 #include "fuse_passes.hpp"
 #include "importer.hpp"
+#if FLUIDK_OPS_ONEDNN
+#include "ops/detail/onednn.hpp"
+#endif
 #if FLUIDK_ONNX_OPENMP
 #include <omp.h>
 #endif
@@ -77,6 +81,10 @@ constexpr const char* usage_text =
   --dot FILE               writes the plan of the first run as Graphviz DOT
   --no-fuse PASS           does not run fuse pass PASS (repeat for several; all: none runs): conv_bn,
                            conv_bias, conv_residual, conv_activation, gemm_activation (docs/onnx.md)
+  --onednn-layout L        with --library onednn, the layout of the convolutions' activations: blocked
+                           (nChw16c or nChw8c), NHWC, or auto (default): NHWC on AVX-512 CPUs where
+                           every Conv is ungrouped and only Conv, pooling or Flatten read the outputs
+                           of Conv and pooling (after the fuse passes), else blocked (docs/onnx.md)
 exit status: 0 ran (and matched), 1 mismatch, 2 refused (nothing ran), 3 the run failed
 )";
 
@@ -100,6 +108,7 @@ struct arguments {
   bool plan = false;
   bool eager_deletion = true;                  // --no-eager-deletion: false
   std::set<std::string, std::less<>> no_fuse;  // fuse passes switched off ("all": every one)
+  std::string onednn_layout;                   // --onednn-layout; empty: auto
 };
 
 double number(std::string_view option, const std::string& text) {
@@ -119,9 +128,9 @@ int count(std::string_view option, const std::string& text) {
 
 arguments parse_arguments(int argc, char** argv) {
   arguments args;
-  const std::set<std::string_view> with_value{"--input",   "--output-dir", "--expect",  "--rtol",
-                                              "--atol",    "--place",      "--library", "--op-device",
-                                              "--threads", "--repeat",     "--dot",     "--no-fuse"};
+  const std::set<std::string_view> with_value{
+      "--input",     "--output-dir", "--expect", "--rtol", "--atol",    "--place",        "--library",
+      "--op-device", "--threads",    "--repeat", "--dot",  "--no-fuse", "--onednn-layout"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "-h" || arg == "--help") throw usage_error{};
@@ -182,8 +191,14 @@ arguments parse_arguments(int argc, char** argv) {
         throw usage_error{"--no-fuse takes a fuse pass (" + names + "or all), not '" + value + "'"};
       }
       args.no_fuse.insert(value);
+    } else if (arg == "--onednn-layout") {
+      if (value != "auto" && value != "blocked" && value != "NHWC")
+        throw usage_error{"--onednn-layout takes auto, blocked or NHWC, not '" + value + "'"};
+      args.onednn_layout = value;
     }
   }
+  if (!args.onednn_layout.empty() && args.library != "onednn")
+    throw usage_error{"--onednn-layout is the layout of oneDNN's convolutions: it needs --library onednn"};
   if (args.model.empty()) throw usage_error{"no model given"};
   return args;
 }
@@ -408,6 +423,7 @@ int run(const arguments& args) {
   // The model, its inputs (checked against their declared types), the program.
   onnx_import::imported_model model;
   std::vector<onnx_import::fuse_report> fusions;
+  std::optional<onnx_import::layout_choice> conv_layout;  // with --library onednn
   std::vector<Tensor> inputs;
   try {
     onnx::ModelProto proto = onnx_import::parse_model(read_file(args.model), args.model);
@@ -420,6 +436,15 @@ int run(const arguments& args) {
     for (const Tensor& t : inputs) input_dims.push_back(t.dims());
     model = onnx_import::translate(std::move(proto), &input_dims, options);
     fusions = onnx_import::fuse(model, args.no_fuse);
+    if (args.library == "onednn") {
+#if FLUIDK_OPS_ONEDNN
+      const bool nhwc_convolutions = ops::detail::onednn_avx512();
+#else
+      const bool nhwc_convolutions = false;
+#endif
+      conv_layout = onnx_import::choose_onednn_layout(
+          model, args.onednn_layout.empty() ? "auto" : args.onednn_layout, nhwc_convolutions);
+    }
   } catch (const onnx_import::refused& e) {
     throw refusal{args.model + ": " + detail::unprefixed(e)};
   }
@@ -481,6 +506,8 @@ int run(const arguments& args) {
         std::printf("pass %s: %zu fused\n", f.pass.c_str(), f.fused);
       else
         std::printf("pass %s: off\n", f.pass.c_str());
+    if (conv_layout)
+      std::printf("onednn_layout %s (%s)\n", conv_layout->layout.c_str(), conv_layout->why.c_str());
     std::printf("operators made from the model's nodes:\n");
     for (std::size_t i = 0; i < model.origins.size(); ++i)
       std::printf("  %-2zu %-16s <- %s\n", i + 1, model.program.block(0).ops()[i].type().c_str(),

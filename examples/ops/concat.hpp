@@ -6,8 +6,9 @@
 // concat primitive), OpenCL (float) and CUDA (float, double), one copy kernel per input. The
 // oneDNN kernel is declared for the wildcard layout and for nChw8c and nChw16c: blocked conv2d
 // outputs concatenated stay blocked (SqueezeNet's fire modules concatenate channels) where
-// every input's channels are whole blocks, or the axis is not the channels'; otherwise the
-// inputs go to NCHW and Out is NCHW (oneDNN cannot place a block's padding lanes mid-tensor).
+// every input's channels are whole blocks, or the axis is not the channels'; NHWC inputs (of
+// oneDNN's NHWC convolutions) stay NHWC, copied as runs of their storage; otherwise the inputs
+// go to NCHW and Out is NCHW (oneDNN cannot place a block's padding lanes mid-tensor).
 #pragma once
 
 #include <algorithm>
@@ -94,6 +95,30 @@ struct concat_geometry {
     return g;
   }
 
+  // The same concatenation over 4-D NHWC storage, whose order is [N, H, W, C]: the runs along
+  // the axis's place in that order (C last).
+  static concat_geometry of_stored_nhwc(const concat_geometry& g, std::span<const Tensor> xs) {
+    static constexpr std::array<std::size_t, 4> stored_axis{0, 3, 1, 2};  // N, C, H, W -> place in NHWC
+    const auto stored = [](const dims& d) { return std::array<std::int64_t, 4>{d[0], d[2], d[3], d[1]}; };
+    concat_geometry s = g;
+    const std::size_t a = stored_axis[g.axis];
+    const std::array<std::int64_t, 4> first = stored(xs[0].dims());
+    s.outer = 1;
+    for (std::size_t j = 0; j < a; ++j) s.outer *= first[j];
+    s.inner.clear();
+    s.at.clear();
+    s.out_inner = 0;
+    for (const Tensor& x : xs) {
+      const std::array<std::int64_t, 4> d = stored(x.dims());
+      std::int64_t inner = 1;
+      for (std::size_t j = a; j < 4; ++j) inner *= d[j];
+      s.at.push_back(s.out_inner);
+      s.inner.push_back(inner);
+      s.out_inner += inner;
+    }
+    return s;
+  }
+
   // X[0]'s offsets when Out keeps its rows.
   lod offsets(const execution_context& ctx) const { return axis == 0 ? lod{} : ctx.input_lod("X"); }
 };
@@ -132,6 +157,17 @@ struct concat_onednn {
     bool keep_blocked = block > 0;
     for (const Tensor& x : xs)
       keep_blocked = keep_blocked && x.layout() == blocked && (g.axis != 1 || x.dims()[1] % block == 0);
+    // NHWC inputs (of oneDNN's NHWC convolutions) stay NHWC: Out is their concatenation along
+    // the same axis of the storage's order [N, H, W, C].
+    bool keep_nhwc = true;
+    for (const Tensor& x : xs)
+      keep_nhwc = keep_nhwc && x.layout() == data_layout::nhwc && x.dims().rank() == 4;
+    if (keep_nhwc) {
+      Tensor out(g.out, data_type::float32, ctx.place(), data_layout::nhwc);
+      copy_runs(xs, concat_geometry::of_stored_nhwc(g, xs), out.data<T>());
+      ctx.set_output("Out", std::move(out), g.offsets(ctx));
+      return;
+    }
     if (!keep_blocked)
       for (Tensor& x : xs) x = detail::row_major(x);
     // Along N, or along C with every C a whole number of blocks: each input's storage of one
@@ -150,12 +186,7 @@ struct concat_onednn {
           y = std::copy(from, from + detail::storage_elements(x), y);
         }
       } else {
-        for (std::size_t i = 0; i < xs.size(); ++i) {
-          const T* x = std::as_const(xs[i]).template data<T>();  // read only: its version stays
-          const std::int64_t inner = g.inner[i];
-          for (std::int64_t o = 0; o < g.outer; ++o)
-            std::copy(x + o * inner, x + (o + 1) * inner, y + o * g.out_inner + g.at[i]);
-        }
+        copy_runs(xs, g, y);
       }
       ctx.set_output("Out", std::move(out), g.offsets(ctx));
       return;
@@ -197,6 +228,17 @@ struct concat_onednn {
   }
 
  private:
+  // Each input's runs of g.inner[i] elements of its storage, one per outer index, placed at
+  // g.at[i] in Out's rows of g.out_inner.
+  static void copy_runs(std::span<const Tensor> xs, const concat_geometry& g, T* y) {
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const T* x = xs[i].template data<T>();  // const: read only, its version stays
+      const std::int64_t inner = g.inner[i];
+      for (std::int64_t o = 0; o < g.outer; ++o)
+        std::copy(x + o * inner, x + (o + 1) * inner, y + o * g.out_inner + g.at[i]);
+    }
+  }
+
   // A row-major tensor of any rank, described by its strides.
   static dnnl::memory plain_memory(const Tensor& t, onednn_context& dnn) {
     const dnnl::memory::dims shape = detail::onednn_dims(t.dims());

@@ -3,7 +3,8 @@
 // top, bottom, left, right; default 0), padding_algorithm ("EXPLICIT", the default: the
 // paddings given; "SAME": an output of ceil(size / stride), padded as Fluid pads it, dilations
 // 1; "VALID": no padding), groups (default 1) and data_format ("NCHW" or "AnyLayout": the
-// dims are always [N, C, H, W], whatever the layout of the data).
+// dims are always [N, C, H, W], whatever the layout of the data); onednn_layout ("blocked" or
+// "NHWC", below) for the oneDNN kernel.
 //
 // Fused (as run-onnx's fusion passes write it): Output = act(conv(Input, Filter) + Bias +
 // ResidualData), with the optional inputs Bias ([OC], Input's data type, added per output
@@ -19,15 +20,18 @@
 //     weights and destination, so that oneDNN picks its blocked layouts; Bias as its bias,
 //     ResidualData as a sum post-op (reordered into the output first), the activation as an
 //     eltwise post-op. Primitive and reordered filter are kept in the context's oneDNN cache.
-//     The kernel is declared for NCHW, nChw8c and nChw16c: a blocked input stays in its
-//     layout; an NCHW one (a network's first convolution) is taken as it is and the output
-//     made in the blocked layout of oneDNN's fastest implementations on this CPU (nChw16c with
-//     AVX-512, nChw8c without), which the next convolutions then keep. The filter and the bias
-//     keep their layouts (keep_layout_inputs), the kernel reorders what oneDNN asks for in
-//     another format (the weights, always, once while the filter is unchanged), and leaves
-//     the output blocked: in the kernel's blocked layout when one of oneDNN's implementations
-//     produces it, else in the other blocked layout; a plain operator that follows gets the
-//     layout transform from fluidk.
+//     The kernel is declared for NCHW, NHWC, nChw8c and nChw16c: a blocked or NHWC input stays
+//     in its layout; an NCHW one (a network's first convolution) is taken as it is and the
+//     output made in the layout the attribute onednn_layout names, which the next
+//     convolutions then keep: "blocked" (the default), the blocked layout of oneDNN's direct
+//     implementations on this CPU (nChw16c with AVX-512, nChw8c without); or "NHWC", where
+//     oneDNN 2.6 runs its brgemm-based implementations on AVX-512 CPUs (faster on ResNet's
+//     plain convolutions, slower on depthwise ones: run-onnx's --onednn-layout chooses per
+//     network). The filter and the bias keep their layouts (keep_layout_inputs), the kernel
+//     reorders what oneDNN asks for in another format (the weights, always, once while the
+//     filter is unchanged), and leaves the output in the kernel's layout when one of oneDNN's
+//     implementations produces it (for a blocked one, else in the other blocked layout); a
+//     plain operator that follows gets the layout transform from fluidk.
 //   OpenCL, float: one work-item per output element, summing over its group's input channels
 //     and the taps in the order of a naive loop, then the epilogue, in NCHW (the filter must
 //     arrive in row-major order: a filter kept in another layout is refused).
@@ -313,7 +317,7 @@ template <class T>
 struct conv2d_onednn {
   using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN conv2d kernel computes in float");
-  using layouts = boost::mp11::mp_list<layout::nchw, layout::nChw8c, layout::nChw16c>;
+  using layouts = boost::mp11::mp_list<layout::nchw, layout::nhwc, layout::nChw8c, layout::nChw16c>;
 
   void operator()(execution_context& ctx) const {
     using dnnl::memory;
@@ -321,6 +325,7 @@ struct conv2d_onednn {
     const Tensor& filter = detail::input(ctx, "Filter");
     const conv2d_geometry g = conv2d_geometry::of(ctx, input, filter);
     const conv2d_epilogue epilogue = conv2d_epilogue::of(ctx, g, input);
+    const data_layout target = target_layout(ctx, input.layout());
     // oneDNN makes no primitive of an empty dimension: the plain kernel's result, in NCHW, an
     // empty output or (an input without channels or pixels, padded) zeros.
     if (input.numel() == 0 || g.oc == 0) return conv2d_cpu<T>{}(ctx);
@@ -335,12 +340,13 @@ struct conv2d_onednn {
     detail::onednn_key key("conv2d.fwd");
     key << g.n << g.c << g.h << g.w << g.oc << g.kh << g.kw << g.groups << g.strides[0] << g.strides[1]
         << g.dilations[0] << g.dilations[1] << g.paddings[0] << g.paddings[1] << g.paddings_end[0]
-        << g.paddings_end[1] << input.layout() << ctx.kernel().layout() << epilogue.bias << epilogue.residual
+        << g.paddings_end[1] << input.layout() << target << epilogue.bias << epilogue.residual
         << int(epilogue.activation.kind) << epilogue.activation.lo << epilogue.activation.hi;
     const auto kept = detail::kept_primitive<dnnl::convolution_forward>(
-        dnn, key, [&] { return choose(g, epilogue, input.layout(), ctx.kernel().layout(), dnn); });
+        dnn, key, [&] { return choose(g, epilogue, target, dnn); });
     const dnnl::convolution_forward::primitive_desc& pd = kept->pd;
-    // The source as fluidk gave it (NCHW, nChw8c or nChw16c), reordered if oneDNN wants another.
+    // The source as fluidk gave it (NCHW, NHWC, nChw8c or nChw16c), reordered if oneDNN wants
+    // another.
     memory src = detail::reordered(detail::onednn_memory_of(input, dnn.engine()), pd.src_desc(), dnn);
     // The weights in the format oneDNN asks for. A grouped filter is made row-major first,
     // so that the group can be split off as a leading dimension of the same storage.
@@ -355,15 +361,15 @@ struct conv2d_onednn {
                          ? detail::prepared_weights(dnn, grouped_filter, user_weights, pd.weights_desc())
                          : detail::reordered(user_weights, pd.weights_desc(), dnn);
 
-    // The output in the layout oneDNN chose, when fluidk has a name for it; else reordered
-    // into the kernel's own layout.
+    // The output in the layout oneDNN chose, when fluidk has a name for it (the kernel's own
+    // first: with one channel, NHWC and NCHW are the same description); else reordered into
+    // the kernel's own layout.
     const data_layout chosen =
         detail::fluidk_layout_of(pd.dst_desc(), dst_dims,
-                                 {data_layout_of<layout::nChw16c>, data_layout_of<layout::nChw8c>,
+                                 {target, data_layout_of<layout::nChw16c>, data_layout_of<layout::nChw8c>,
                                   data_layout::nchw, data_layout::nhwc});
-    const data_layout kernel_layout = blocked_layout(ctx.kernel().layout(), input.layout());
     Tensor out(g.output_dims(), data_type::float32, ctx.place(),
-               chosen != data_layout::any ? chosen : kernel_layout);
+               chosen != data_layout::any ? chosen : target);
     memory dst = detail::onednn_memory_of(out, dnn.engine());
     memory result = chosen != data_layout::any ? dst : memory(pd.dst_desc(), dnn.engine());
     std::unordered_map<int, memory> args{
@@ -391,19 +397,21 @@ struct conv2d_onednn {
  private:
   using pd_type = dnnl::convolution_forward::primitive_desc;
 
-  // The blocked layout the kernel runs as (nChw8c or nChw16c): its key's, else the input's.
-  // A plain input (NCHW, NHWC, ANY) is reordered by the kernel into the blocked layout of
-  // oneDNN's fastest implementations on this CPU: nChw16c where it has AVX-512 (its AVX-512
+  // The layout the kernel runs as (nChw8c, nChw16c or NHWC): its key's, else the input's, else
+  // (a plain NCHW or ANY input) the one onednn_layout names: NHWC, or the blocked layout of
+  // oneDNN's direct implementations on this CPU: nChw16c where it has AVX-512 (its AVX-512
   // convolutions produce it), nChw8c otherwise (its AVX2 ones).
-  static data_layout blocked_layout(data_layout kernel, data_layout input) {
-    if (kernel == data_layout_of<layout::nChw8c> || kernel == data_layout_of<layout::nChw16c>) return kernel;
-    if (input == data_layout_of<layout::nChw8c> || input == data_layout_of<layout::nChw16c>) return input;
-    static const bool avx512 = [] {
-      const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-      const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-      return (isa & core) == core;
-    }();
-    return avx512 ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>;
+  static data_layout target_layout(const execution_context& ctx, data_layout input) {
+    const data_layout kernel = ctx.kernel().layout();
+    for (const data_layout l : {kernel, input})
+      if (l == data_layout_of<layout::nChw8c> || l == data_layout_of<layout::nChw16c> ||
+          l == data_layout::nhwc)
+        return l;
+    const std::string wanted = ctx.attr_or<std::string>("onednn_layout", "blocked");
+    detail::require(wanted == "blocked" || wanted == "NHWC", ctx,
+                    "onednn_layout must be \"blocked\" or \"NHWC\", not \"" + wanted + "\"");
+    if (wanted == "NHWC") return data_layout::nhwc;
+    return detail::onednn_avx512() ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>;
   }
 
   static dnnl::convolution_forward::desc make_desc(const conv2d_geometry& g, bool bias,
@@ -439,21 +447,21 @@ struct conv2d_onednn {
 
   // The primitive: created with the format `any` for source, weights and destination, and
   // oneDNN's implementations walked in its order of preference, first to one that puts the
-  // output in the kernel's own blocked layout (the input's, when that is one of the two),
-  // then to one that puts it in the other (oneDNN 2.6 on AVX-512 CPUs prefers an NHWC
-  // implementation first, and nChw16c to nChw8c). When none does, source and destination
-  // are asked for in the kernel's blocked layout; when oneDNN cannot do that either, its
-  // first choice stands (and the output is reordered into the kernel's layout).
-  static pd_type choose(const conv2d_geometry& g, const conv2d_epilogue& e, data_layout input,
-                        data_layout kernel, onednn_context& dnn) {
+  // output in the kernel's layout, then, for a blocked one, to one that puts it in the other
+  // blocked layout (oneDNN 2.6 on AVX-512 CPUs prefers an NHWC implementation first, and
+  // nChw16c to nChw8c). When none does, source and destination are asked for in the kernel's
+  // layout; when oneDNN cannot do that either, its first choice stands (and the output is
+  // reordered into the kernel's layout).
+  static pd_type choose(const conv2d_geometry& g, const conv2d_epilogue& e, data_layout wanted,
+                        onednn_context& dnn) {
     const dnnl::memory::dims dst_dims{g.n, g.oc, g.oh, g.ow};
-    const data_layout wanted = blocked_layout(kernel, input);
     const dnnl::primitive_attr attr = post_ops_of(e);
     // (The descriptions outlive the walks: oneDNN's iterator reads them on each step.)
     const dnnl::convolution_forward::desc any = make_desc(g, e.bias, dnnl::memory::format_tag::any);
-    for (const data_layout target :
-         {wanted, wanted == data_layout_of<layout::nChw8c> ? data_layout_of<layout::nChw16c>
-                                                           : data_layout_of<layout::nChw8c>}) {
+    std::vector<data_layout> targets{wanted};
+    if (wanted == data_layout_of<layout::nChw8c>) targets.push_back(data_layout_of<layout::nChw16c>);
+    if (wanted == data_layout_of<layout::nChw16c>) targets.push_back(data_layout_of<layout::nChw8c>);
+    for (const data_layout target : targets) {
       pd_type walk(any, attr, dnn.engine());
       do {
         if (detail::fluidk_layout_of(walk.dst_desc(), dst_dims, {target}) == target) return walk;

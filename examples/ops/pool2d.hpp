@@ -15,8 +15,8 @@
 // value for it.
 //
 // Kernels, float (CPU plain also double): CPU plain in NCHW; CPU oneDNN (pooling_v2_forward,
-// inference) declared for NCHW, nChw8c and nChw16c, its output in the input's layout (so
-// blocked data from a oneDNN conv2d stays blocked); OpenCL and CUDA in NCHW, one work-item
+// inference) declared for NCHW, NHWC, nChw8c and nChw16c, its output in the input's layout (so
+// blocked or NHWC data from a oneDNN conv2d keeps its layout); OpenCL and CUDA in NCHW, one work-item
 // per output element.
 #pragma once
 
@@ -244,12 +244,12 @@ struct pool2d_cpu {
 };
 
 #if FLUIDK_OPS_ONEDNN
-// oneDNN: pooling_v2_forward in the input's layout (NCHW, nChw8c or nChw16c).
+// oneDNN: pooling_v2_forward in the input's layout (NCHW, NHWC, nChw8c or nChw16c).
 template <class T>
 struct pool2d_onednn {
   using dtype = T;
   static_assert(std::is_same_v<T, float>, "the oneDNN pool2d kernel computes in float");
-  using layouts = boost::mp11::mp_list<layout::nchw, layout::nChw8c, layout::nChw16c>;
+  using layouts = boost::mp11::mp_list<layout::nchw, layout::nhwc, layout::nChw8c, layout::nChw16c>;
 
   void operator()(execution_context& ctx) const {
     using dnnl::memory;

@@ -59,6 +59,9 @@ SCRIPTS = os.path.join(HERE, "..", "..", "scripts", "onnx")
 FAMILIES = {
     "cpu": ["--place", "cpu"],
     "onednn": ["--library", "onednn"],
+    # The layout of oneDNN's convolutions as given, against what auto chooses for each network.
+    "onednn_nhwc": ["--library", "onednn", "--onednn-layout", "NHWC"],
+    "onednn_blocked": ["--library", "onednn", "--onednn-layout", "blocked"],
     "opencl": ["--place", "opencl:0"],
     "mixed": ["--place", "opencl:0", "--op-device", "Gemm=cpu"],
 }
@@ -224,6 +227,35 @@ def plan_rows(stdout):
     return rows
 
 
+CONV_LAYOUTS = {"NHWC": {"NCHW", "NHWC"}, "blocked": {"NCHW", "nChw8c", "nChw16c"}}
+
+
+def check_conv_layout(label, family, stdout):
+    """The layout run-onnx says it chose for oneDNN's convolutions (the one given, for the
+    onednn_* families), and the conv2d kernels of the plan in it: the first one's NCHW input
+    taken as it is, the others in the layout it gave. Where auto chose the layout, no operator
+    between the convolutions takes it back to NCHW (only the first conv2d runs as NCHW); where
+    it was given, one may (SqueezeNet's dropout, whose plain kernel writes NCHW), but a later
+    conv2d still runs in the layout given."""
+    chosen = re.search(r"^onednn_layout (\S+) \((.*)\)$", stdout, re.M)
+    if not chosen:
+        fail(f"{label}: --plan printed no 'onednn_layout' line")
+        return
+    layout, why = chosen.groups()
+    given = {"onednn_nhwc": "NHWC", "onednn_blocked": "blocked"}.get(family)
+    if given and (layout, why) != (given, "given"):
+        fail(f"{label}: onednn_layout {layout} ({why}), where --onednn-layout {given} was given")
+    if layout not in CONV_LAYOUTS:
+        fail(f"{label}: onednn_layout {layout}: neither NHWC nor blocked")
+        return
+    convs = [m.group(1) for m in re.finditer(r"^\s+\d+\s+conv2d\s+\S+\s+\S+ (\S+) ONEDNN", stdout, re.M)]
+    wrong = sorted(set(convs) - CONV_LAYOUTS[layout])
+    nchw = convs.count("NCHW")
+    if wrong or nchw == 0 or (why.startswith("auto") and nchw > 1) or (len(convs) > 1 and nchw == len(convs)):
+        fail(f"{label}: onednn_layout {layout} ({why}), but the conv2d kernels ran in {convs}")
+    print(f"  onednn_layout {layout} ({why}): {len(convs)} conv2d kernels in {', '.join(sorted(set(convs)))}")
+
+
 def check_plan(label, family, stdout):
     rows = plan_rows(stdout)
     if not rows:
@@ -232,7 +264,7 @@ def check_plan(label, family, stdout):
     for op, where, library, fell_back, _ in rows:
         if family == "cpu":
             wanted = ("cpu", "PLAIN")
-        elif family == "onednn":
+        elif family.startswith("onednn"):
             wanted = ("cpu", "PLAIN" if op in PLAIN_UNDER_ONEDNN else "ONEDNN")
         elif family == "opencl":
             wanted = ("opencl:0", "PLAIN")
@@ -240,9 +272,10 @@ def check_plan(label, family, stdout):
             wanted = ("cpu", "PLAIN") if op == "gemm" else ("opencl:0", "PLAIN")
         if (where, library) != wanted:
             fail(f"{label}: plan: {op} ran on {where} with {library}, expected {wanted[0]} with {wanted[1]}")
-        if family == "onednn" and op in PLAIN_UNDER_ONEDNN and not fell_back:
+        if family.startswith("onednn") and op in PLAIN_UNDER_ONEDNN and not fell_back:
             fail(f"{label}: plan: {op} ran its plain kernel under use_onednn without the '(fallback)' mark")
-    if family == "onednn":
+    if family.startswith("onednn"):
+        check_conv_layout(label, family, stdout)
         plain = sorted({row[0] for row in rows if row[2] == "PLAIN"})
         onednn = sorted({row[0] for row in rows if row[2] == "ONEDNN"})
         print(f"  plan: oneDNN kernels for {', '.join(onednn)}; "

@@ -29,6 +29,18 @@ inline onednn_context& onednn_of(const execution_context& ctx) {
   return onednn_context::this_thread();
 }
 
+// Whether oneDNN runs its AVX-512 code on this CPU (avx512_core in its effective ISA): its
+// direct convolutions then produce nChw16c (nChw8c with AVX2), and its brgemm-based NHWC ones
+// exist.
+inline bool onednn_avx512() {
+  static const bool avx512 = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (isa & core) == core;
+  }();
+  return avx512;
+}
+
 // The plain row-major format of a rank.
 inline dnnl::memory::format_tag plain_format(std::size_t rank) {
   using tag = dnnl::memory::format_tag;
