@@ -169,8 +169,8 @@ reference_result run_conv(const variant& v, const Tensor& x, const Tensor& w, at
   CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
   const LoDTensor& y = scope.get("y").get<LoDTensor>();
   // An NHWC input keeps its layout, and onednn_layout NHWC gives an NCHW input's output NHWC
-  // (an empty one comes from the plain kernel, in NCHW).
-  if (v.use_onednn && (v.layout == data_layout::nhwc || v.onednn_layout == "NHWC") && y.numel() > 0)
+  // (an empty input takes the plain kernel, its output NCHW).
+  if (v.use_onednn && (v.layout == data_layout::nhwc || v.onednn_layout == "NHWC") && x.numel() > 0)
     CHECK(y.layout() == data_layout::nhwc);
   return {y.dims(), values(y)};
 }
@@ -464,12 +464,17 @@ std::vector<float> run_fused(const variant& v, const Tensor& x, const Tensor& w,
   if (e.bias) in.push_back({"Bias", {"b"}});
   if (e.residual) in.push_back({"ResidualData", {"r"}});
   if (v.use_onednn) attrs.set("use_onednn", true);
+  if (!v.onednn_layout.empty()) attrs.set("onednn_layout", v.onednn_layout);
   const kernel_choice choice =
       fluidk_test::run_named(v.where, scope, "conv2d", in, {{"Output", {"y"}}}, e.attrs(attrs));
   INFO(v.name << " chose " << choice.chosen.to_string());
   CHECK(choice.chosen.place() == v.where);
   CHECK(choice.chosen.library() == (v.use_onednn ? library_type_of<library::onednn> : library_type::plain));
-  return values(scope.get("y").get<LoDTensor>());
+  const LoDTensor& y = scope.get("y").get<LoDTensor>();
+  // An NCHW input with onednn_layout NHWC: ResidualData (NCHW) reordered into the NHWC output.
+  if (v.use_onednn && (v.layout == data_layout::nhwc || v.onednn_layout == "NHWC") && x.numel() > 0)
+    CHECK(y.layout() == data_layout::nhwc);
+  return values(y);
 }
 
 }  // namespace
@@ -531,6 +536,8 @@ TEST_CASE("conv2d refuses a bad Bias, ResidualData or fuse_activation, naming it
       fluidk_test::slot_names in{{"Input", {"x"}}, {"Filter", {"w"}}};
       in.insert(in.end(), extra.begin(), extra.end());
       if (v.use_onednn) attrs.set("use_onednn", true);
+      if (!v.onednn_layout.empty() && !attrs.find("onednn_layout"))
+        attrs.set("onednn_layout", v.onednn_layout);
       fluidk_test::run_named(v.where, scope, "conv2d", in, out, attrs);
     };
     CHECK_THROWS_WITH(run({{"Bias", {"b5"}}}, {}),
@@ -543,8 +550,8 @@ TEST_CASE("conv2d refuses a bad Bias, ResidualData or fuse_activation, naming it
                       Catch::Contains("conv2d") && Catch::Contains("\"tanh\""));
     CHECK_THROWS_WITH(run({}, {{"fuse_activation", std::string("clip")}, {"fuse_alpha", 0.f}}),
                       Catch::Contains("conv2d") && Catch::Contains("fuse_beta"));
-    // The oneDNN kernel reads onednn_layout where Input is NCHW (it chooses Output's layout there).
-    if (v.use_onednn && v.layout == data_layout::nchw)
+    // The oneDNN kernel refuses a wrong onednn_layout wherever it is given.
+    if (v.use_onednn)
       CHECK_THROWS_WITH(
           run({}, {{"onednn_layout", std::string("NCHW")}}),
           Catch::Contains("conv2d") && Catch::Contains("onednn_layout must be \"blocked\" or \"NHWC\""));

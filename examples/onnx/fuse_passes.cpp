@@ -521,10 +521,11 @@ layout_choice choose_onednn_layout(imported_model& model, std::string_view mode,
     if (op.type() == "conv2d" || op.type() == "pool2d")
       for (const auto& [slot, names] : op.outputs()) spatial.insert(names.begin(), names.end());
   }
-  if (convolutions == 0) return {"blocked", "no conv2d"};
+  if (convolutions == 0) return {mode == "auto" ? "blocked" : std::string(mode), "no conv2d in block 0"};
   // What reads them: another convolution or pooling keeps NHWC; flatten2 and reshape2 read
-  // NCHW (the network's end). Anything else (a concat, an unfused batch norm or activation)
-  // would take NHWC back to NCHW, or copy strided.
+  // NCHW (the network's end). Anything else rules NHWC out: a concat copies strided, a
+  // control-flow operator's body is not looked at, and of the other oneDNN kernels, which
+  // take the wildcard and the blocked layouts, some write NCHW for an NHWC input.
   for (const OpDesc& op : block.ops())
     for (const auto& [slot, names] : op.inputs())
       for (const std::string& name : names)

@@ -56,8 +56,9 @@ std::vector<fuse_report> fuse(imported_model& model, const std::set<std::string,
 // ungrouped, and only conv2d, pool2d, flatten2 and reshape2 read the outputs of its conv2d and
 // pool2d operators (as in ResNet after the fuse passes), else blocked. oneDNN 2.6's NHWC
 // convolutions are faster on ResNet's plain convolutions; its depthwise ones are slower than
-// the blocked ones, a concatenation of channels is a strided copy in NHWC, and the example
-// operators' other oneDNN kernels take NHWC data back to NCHW (docs/onnx.md).
+// the blocked ones, a concatenation of channels is a strided copy in NHWC, and some of the
+// example operators' other oneDNN kernels write NCHW for an NHWC input (docs/onnx.md). With
+// no conv2d in block 0, nothing is set (the layout reported: `mode`, or blocked for auto).
 struct layout_choice {
   std::string layout;  // "blocked" or "NHWC"
   std::string why;     // "given", or auto's reason

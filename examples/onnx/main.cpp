@@ -83,8 +83,8 @@ constexpr const char* usage_text =
                            conv_bias, conv_residual, conv_activation, gemm_activation (docs/onnx.md)
   --onednn-layout L        with --library onednn, the layout of the convolutions' activations: blocked
                            (nChw16c or nChw8c), NHWC, or auto (default): NHWC on AVX-512 CPUs where
-                           every Conv is ungrouped and only Conv, pooling or Flatten read the outputs
-                           of Conv and pooling (after the fuse passes), else blocked (docs/onnx.md)
+                           every Conv is ungrouped and only Conv, pooling, Flatten or Reshape read the
+                           outputs of Conv and pooling (after the fuse passes), else blocked (docs/onnx.md)
 exit status: 0 ran (and matched), 1 mismatch, 2 refused (nothing ran), 3 the run failed
 )";
 

@@ -402,14 +402,15 @@ struct conv2d_onednn {
   // oneDNN's direct implementations on this CPU: nChw16c where it has AVX-512 (its AVX-512
   // convolutions produce it), nChw8c otherwise (its AVX2 ones).
   static data_layout target_layout(const execution_context& ctx, data_layout input) {
+    // Checked on every call, so that a wrong value is refused wherever it is given.
+    const std::string wanted = ctx.attr_or<std::string>("onednn_layout", "blocked");
+    detail::require(wanted == "blocked" || wanted == "NHWC", ctx,
+                    "onednn_layout must be \"blocked\" or \"NHWC\", not \"" + wanted + "\"");
     const data_layout kernel = ctx.kernel().layout();
     for (const data_layout l : {kernel, input})
       if (l == data_layout_of<layout::nChw8c> || l == data_layout_of<layout::nChw16c> ||
           l == data_layout::nhwc)
         return l;
-    const std::string wanted = ctx.attr_or<std::string>("onednn_layout", "blocked");
-    detail::require(wanted == "blocked" || wanted == "NHWC", ctx,
-                    "onednn_layout must be \"blocked\" or \"NHWC\", not \"" + wanted + "\"");
     if (wanted == "NHWC") return data_layout::nhwc;
     return detail::onednn_avx512() ? data_layout_of<layout::nChw16c> : data_layout_of<layout::nChw8c>;
   }
