@@ -390,6 +390,89 @@ TEST_CASE("gemm (ONNX Gemm), every kernel against a naive alpha A B + beta C, C 
     for (const gemm_case& c : gemm_cases) check_gemm<float>(v, c);
 }
 
+#if FLUIDK_OPS_ONEDNN
+namespace {
+// Runs the oneDNN gemm kernel directly on a oneDNN context of the caller's (and so its cache),
+// without C.
+Tensor onednn_gemm(onednn_context& dnn, const Tensor& a, const Tensor& b, const attribute_map& attrs) {
+  static constexpr std::array<std::string_view, 3> in_names{"A", "B", "C"};
+  static constexpr std::array<std::string_view, 1> out_names{"Out"};
+  Tensor out;
+  kernel_arg ins[2] = {kernel_arg(&a), kernel_arg(&b)};
+  kernel_arg outs[1] = {kernel_arg(&out)};
+  const std::uint32_t in_offsets[4] = {0, 1, 2, 2}, out_offsets[2] = {0, 1};
+  execution_context ctx(
+      "gemm", in_names, out_names, dnn,
+      kernel_key{cpu_place, data_type::float32, data_layout::any, library_type_of<library::onednn>},
+      slot_args{ins, in_offsets}, slot_args{outs, out_offsets}, attrs);
+  ops::gemm_onednn<float>{}(ctx);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("gemm (oneDNN): the primitive and B's reorder are kept; a B written in place is prepared again",
+          "[ops][gemm][onednn][cache]") {
+  for (const bool tb : {false, true}) {
+    INFO("trans_b " << tb);
+    onednn_cache cache;
+    onednn_context dnn(cache);
+    const gemm_case c{{3, 40}, tb ? dims{24, 40} : dims{40, 24}, std::nullopt, false, tb, 1, 1};
+    const Tensor a = random_tensor<float>(c.a);
+    Tensor b = random_tensor<float>(c.b);
+    auto expected = [&] {
+      return naive_gemm<float>(values<float>(a), c.a, values<float>(b), c.b, nullptr, dims{}, false, tb, 1,
+                               1);
+    };
+    check_close(values<float>(onednn_gemm(dnn, a, b, gemm_attrs(c))), expected(), product_tolerance<float>());
+    const onednn_cache::statistics first = cache.stats();
+    CHECK(first.misses == 1);
+    CHECK(first.hits == 0);
+    // B reordered into oneDNN's format where it wants another than B's own (on AVX-512, a
+    // blocked one): at most once.
+    CHECK(first.prepared_misses <= 1);
+
+    check_close(values<float>(onednn_gemm(dnn, a, b, gemm_attrs(c))), expected(), product_tolerance<float>());
+    const onednn_cache::statistics second = cache.stats();
+    CHECK(second.misses == 1);
+    CHECK(second.hits == 1);
+    CHECK(second.prepared_misses == first.prepared_misses);
+    CHECK(second.prepared_hits == first.prepared_misses);
+
+    // Written in place through the same tensor: a kept reorder is stale, the result is new.
+    float* data = b.data<float>();
+    for (std::int64_t i = 0; i < b.numel(); ++i) data[i] = -2 * data[i] + 0.25f;
+    check_close(values<float>(onednn_gemm(dnn, a, b, gemm_attrs(c))), expected(), product_tolerance<float>());
+    CHECK(cache.stats().hits == 2);
+    CHECK(cache.stats().prepared_misses == 2 * first.prepared_misses);
+
+    // Another alpha is another primitive.
+    attribute_map half = gemm_attrs(c);
+    half.set("alpha", 0.5f);
+    onednn_gemm(dnn, a, b, half);
+    CHECK(cache.stats().misses == 2);
+  }
+}
+
+TEST_CASE("matmul (oneDNN): a second call of the same shapes takes the kept primitive",
+          "[ops][matmul][onednn][cache]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor<float>({2, 3, 5})));
+  scope.var("y").set(LoDTensor(random_tensor<float>({5, 4})));
+  const attribute_map attrs{{"use_onednn", true}};
+  onednn_cache& cache = onednn_context::this_thread().cache();
+  const onednn_cache::statistics before = cache.stats();
+  for (int i = 0; i < 2; ++i)
+    run_cpu(scope, "matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, attrs);
+  CHECK(cache.stats().misses <= before.misses + 1);
+  CHECK(cache.stats().hits >= before.hits + 1);
+  check_close(values<float>(scope.get("out")),
+              naive_matmul(values<float>(scope.get("x")), {2, 3, 5}, values<float>(scope.get("y")), {5, 4},
+                           false, false, 1.0)
+                  .values,
+              product_tolerance<float>());
+}
+#endif
+
 TEST_CASE("gemm refuses what is not ONNX's Gemm, naming the operator", "[ops][gemm][errors]") {
   for (const variant& v : float_variants()) {
     INFO(v.name);

@@ -9,7 +9,8 @@
 // Kernels: CPU plain (float, double: a blocked GEMM, then alpha and beta x C), CPU oneDNN
 // (float: the matmul primitive, with C as its bias where C is a row and alpha and beta are 1,
 // else on an output that starts as beta x C and a sum post-op; the activation an eltwise
-// post-op), OpenCL (float) and CUDA (float, double: the output starts as beta x C, then cuBLAS
+// post-op; the primitive kept per shape and B in the format oneDNN asks for, reordered once
+// while it is unchanged), OpenCL (float) and CUDA (float, double: the output starts as beta x C, then cuBLAS
 // accumulates onto it); the OpenCL and CUDA kernels apply the activation in place after.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "ops/detail/common.hpp"
@@ -117,48 +119,56 @@ struct gemm_onednn {
     onednn_context& dnn = detail::onednn_of(ctx);
     Tensor out(g.out(), data_type::float32, ctx.place());
     memory src = detail::onednn_matrix_memory(a, {}, p.m, p.k, p.trans_a, dnn);
-    memory weights = detail::onednn_matrix_memory(b, {}, p.k, p.n, p.trans_b, dnn);
+    memory user_weights = detail::onednn_matrix_memory(b, {}, p.k, p.n, p.trans_b, dnn);
     memory dst = detail::onednn_matrix_memory(out, {}, p.m, p.n, false, dnn);
     // Const: C is read only (a mutable Tensor's data() would move its storage's version).
     const Tensor c = g.has_c ? detail::row_major(ctx.input("C")) : Tensor();
-    // The activation, last: an eltwise post-op.
-    auto append_activation = [&](dnnl::post_ops& post) {
+    // C as a row of biases where alpha and beta are 1: oneDNN adds it to every row of the
+    // product. Otherwise the post-ops run in order: alpha x the product, then the sum with
+    // what Out holds (beta x C); the activation last, an eltwise post-op.
+    const bool bias =
+        g.has_c && g.alpha == 1 && g.beta == 1 && g.c_at.row_stride == 0 && g.c_at.col_stride == 1;
+    // The primitive of these shapes, kept in the context's cache, with the weights in the
+    // format oneDNN chooses for them (format `any`).
+    detail::onednn_key key("gemm.fwd");
+    key << p.m << p.k << p.n << p.trans_a << bias << (g.has_c && !bias) << float(g.alpha)
+        << int(g.activation.kind) << g.activation.lo << g.activation.hi;
+    const auto kept = detail::kept_primitive<dnnl::matmul>(dnn, key, [&] {
+      dnnl::post_ops post;
+      if (!bias && g.alpha != 1)
+        post.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
+      if (g.has_c && !bias) post.append_sum(1.f);
       detail::append_onednn_activation(post, g.activation);
-    };
-    // C as a row of biases: oneDNN adds it to every row of the product.
-    if (g.has_c && g.alpha == 1 && g.beta == 1 && g.c_at.row_stride == 0 && g.c_at.col_stride == 1) {
-      memory bias = detail::onednn_plain_memory(c, {1, p.n}, dnn.engine());
-      dnnl::post_ops post;
-      append_activation(post);
       dnnl::primitive_attr attr;
       attr.set_post_ops(post);
-      const dnnl::matmul::primitive_desc pd(
-          dnnl::matmul::desc(src.get_desc(), weights.get_desc(), bias.get_desc(), dst.get_desc()), attr,
-          dnn.engine());
-      dnnl::matmul(pd).execute(
-          dnn.stream(),
-          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
-    } else {
-      // Post-ops run in order: alpha x the product, then the sum with what Out holds, beta x C.
-      dnnl::post_ops post;
-      if (g.alpha != 1) post.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
-      if (g.has_c) {
-        float* y = out.data<float>();
-        const float* cv = c.data<float>();
-        const float beta = float(g.beta);
-        for (std::int64_t i = 0; i < p.m; ++i)
-          for (std::int64_t j = 0; j < p.n; ++j)
-            y[i * p.n + j] = beta * cv[i * g.c_at.row_stride + j * g.c_at.col_stride];
-        post.append_sum(1.f);
-      }
-      append_activation(post);
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(post);
-      const dnnl::matmul::primitive_desc pd(
-          dnnl::matmul::desc(src.get_desc(), weights.get_desc(), dst.get_desc()), attr, dnn.engine());
-      dnnl::matmul(pd).execute(dnn.stream(),
-                               {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+      const memory::desc any_weights({p.k, p.n}, memory::data_type::f32, memory::format_tag::any);
+      return bias ? dnnl::matmul::primitive_desc(
+                        dnnl::matmul::desc(
+                            src.get_desc(), any_weights,
+                            memory::desc({1, p.n}, memory::data_type::f32, memory::format_tag::ab),
+                            dst.get_desc()),
+                        attr, dnn.engine())
+                  : dnnl::matmul::primitive_desc(
+                        dnnl::matmul::desc(src.get_desc(), any_weights, dst.get_desc()), attr, dnn.engine());
+    });
+    // B in that format: reordered once and kept while B is unchanged (a weight); a B that
+    // row_major had to copy is reordered per call (its copy is new each time).
+    const memory weights = b.shares_buffer_with(detail::input(ctx, "B"))
+                               ? detail::prepared_weights(dnn, b, user_weights, kept->pd.weights_desc())
+                               : detail::reordered(user_weights, kept->pd.weights_desc(), dnn);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+    if (bias) {
+      args.emplace(DNNL_ARG_BIAS, detail::onednn_plain_memory(c, {1, p.n}, dnn.engine()));
+    } else if (g.has_c) {
+      float* y = out.data<float>();
+      const float* cv = c.data<float>();
+      const float beta = float(g.beta);
+      for (std::int64_t i = 0; i < p.m; ++i)
+        for (std::int64_t j = 0; j < p.n; ++j)
+          y[i * p.n + j] = beta * cv[i * g.c_at.row_stride + j * g.c_at.col_stride];
     }
+    kept->primitive.execute(dnn.stream(), args);
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }

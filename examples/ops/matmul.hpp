@@ -7,8 +7,9 @@
 // alpha (float, 1) scales the product.
 //
 // Kernels: CPU plain (float, double: a blocked GEMM per matrix of the batch), CPU oneDNN
-// (float: the matmul primitive on plain layouts, transposes as strides, batch broadcast by
-// oneDNN), OpenCL (float) and CUDA (float, double: cuBLAS, strided-batched where it can).
+// (float: the matmul primitive on plain layouts, kept per shape in the context's cache,
+// transposes as strides, batch broadcast by oneDNN), OpenCL (float) and CUDA (float, double:
+// cuBLAS, strided-batched where it can).
 #pragma once
 
 #include <array>
@@ -125,15 +126,20 @@ struct matmul_onednn {
     memory a = detail::onednn_matrix_memory(x, p.a_batch, p.m, p.k, p.trans_a, dnn);
     memory b = detail::onednn_matrix_memory(y, p.b_batch, p.k, p.n, p.trans_b, dnn);
     memory c = detail::onednn_matrix_memory(out, p.batch, p.m, p.n, false, dnn);
-    dnnl::primitive_attr attr;
-    if (g.alpha != 1) {
-      dnnl::post_ops scale;
-      scale.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
-      attr.set_post_ops(scale);
-    }
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()), attr,
+    // The primitive of these descriptions, created once and kept in the context's cache.
+    detail::onednn_key key("matmul.fwd");
+    key << a.get_desc() << b.get_desc() << c.get_desc() << float(g.alpha);
+    const auto kept = detail::kept_primitive<dnnl::matmul>(dnn, key, [&] {
+      dnnl::primitive_attr attr;
+      if (g.alpha != 1) {
+        dnnl::post_ops scale;
+        scale.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
+        attr.set_post_ops(scale);
+      }
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()), attr,
                                           dnn.engine());
-    dnnl::matmul(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    });
+    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }
