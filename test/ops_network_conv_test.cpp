@@ -673,6 +673,38 @@ TEST_CASE("conv2d (oneDNN) from two threads at once, sharing one cache", "[ops][
   CHECK(cache.stats().hits + cache.stats().misses == 16);
   CHECK(cache.stats().misses <= 2);
 }
+
+TEST_CASE("conv2d (oneDNN): four threads running one kept primitive at once, each with its own scratchpad",
+          "[ops][conv2d][onednn][cache]") {
+  // Shapes for which oneDNN's convolutions use a scratchpad (its brgemm-based ones, in NHWC, on
+  // AVX-512): with the library's scratchpad, threads running the primitive at once shared it,
+  // and some of their results were wrong.
+  const conv_case c{1, 64, 28, 28, 64, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+  const std::vector<float> expected = reference(c, values(x), values(w)).values;
+  for (const std::string layout : {"blocked", "NHWC"}) {
+    INFO("onednn_layout " << layout);
+    onednn_cache cache;
+    attribute_map attrs = c.attrs();
+    attrs.set("onednn_layout", layout);
+    std::vector<int> failures(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        onednn_context dnn(cache);
+        for (int i = 0; i < 25; ++i) {
+          const std::vector<float> got = values(onednn_conv(dnn, x, w, attrs));
+          bool same = got.size() == expected.size();
+          for (std::size_t k = 0; same && k < got.size(); ++k)
+            same = std::abs(got[k] - expected[k]) <= 1e-4 * std::max(1.f, std::abs(expected[k]));
+          if (!same) ++failures[std::size_t(t)];
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    CHECK(failures == std::vector<int>{0, 0, 0, 0});
+    CHECK(cache.stats().misses <= 4);
+  }
+}
 #endif
 
 #if FLUIDK_OPS_ONEDNN

@@ -553,6 +553,22 @@ TEST_CASE("mul and fc, oneDNN (matmul, inner product): against the plain kernels
   check_close(values<float>(scope.get("mul_dnn")), values<float>(scope.get("mul_plain")), 1e-4);
   check_close(values<float>(scope.get("fc_dnn")), values<float>(scope.get("fc_plain")), 1e-4);
   check_close(values<float>(scope.get("fc_nobias_dnn")), values<float>(scope.get("fc_nobias_plain")), 1e-4);
+
+  // fc's primitive and W's reorder are kept: the same call again only hits the cache; W written
+  // in place (through a tensor sharing its storage) is prepared again, never served stale.
+  const slot_names fc_in{{"Input", {"x"}}, {"W", {"y"}}, {"Bias", {"b"}}};
+  onednn_cache& cache = onednn_context::this_thread().cache();
+  const onednn_cache::statistics before = cache.stats();
+  run_rt(scope, "fc", fc_in, {{"Out", {"fc_again"}}}, {{"use_onednn", true}});
+  CHECK(cache.stats().misses == before.misses);
+  CHECK(cache.stats().hits > before.hits);
+  check_close(values<float>(scope.get("fc_again")), values<float>(scope.get("fc_plain")), 1e-4);
+  Tensor w = scope.get("y").get<LoDTensor>();
+  float* data = w.data<float>();
+  for (std::int64_t i = 0; i < w.numel(); ++i) data[i] = -2 * data[i] + 0.25f;
+  run_rt(scope, "fc", fc_in, {{"Out", {"fc_written"}}}, {{"use_onednn", true}});
+  run_rt(scope, "fc", fc_in, {{"Out", {"fc_written_plain"}}}, {{"use_onednn", false}});
+  check_close(values<float>(scope.get("fc_written")), values<float>(scope.get("fc_written_plain")), 1e-4);
 }
 
 TEST_CASE("mul, fc and conv2d, oneDNN, on empty dimensions: what the plain kernels give", "[ops][onednn]") {

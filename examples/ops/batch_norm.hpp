@@ -97,14 +97,15 @@ struct batch_norm_onednn {
           dnnl::batch_normalization_forward::desc(
               dnnl::prop_kind::forward_inference, src.get_desc(), call.epsilon,
               flags::use_global_stats | flags::use_scale | flags::use_shift),
-          dnn.engine());
+          detail::kept_attr(), dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src},
-                                           {DNNL_ARG_DST, dst},
-                                           {DNNL_ARG_SCALE, scale},
-                                           {DNNL_ARG_SHIFT, shift},
-                                           {DNNL_ARG_MEAN, mean},
-                                           {DNNL_ARG_VARIANCE, variance}});
+    detail::run_kept(dnn, *kept,
+                     {{DNNL_ARG_SRC, src},
+                      {DNNL_ARG_DST, dst},
+                      {DNNL_ARG_SCALE, scale},
+                      {DNNL_ARG_SHIFT, shift},
+                      {DNNL_ARG_MEAN, mean},
+                      {DNNL_ARG_VARIANCE, variance}});
     dnn.wait();
     ctx.set_output("Y", std::move(y), ctx.input_lod("X"));
   }

@@ -86,9 +86,9 @@ struct clip_onednn {
       return dnnl::eltwise_forward::primitive_desc(
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_clip,
                                       src.get_desc(), b.lo, b.hi),
-          dnn.engine());
+          detail::kept_attr(), dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnn.wait();
     // oneDNN's clip maps NaN to min (its comparisons fail): put the NaNs back.
     const float* in = x.data<float>();

@@ -214,7 +214,8 @@ struct concat_onednn {
     std::shared_ptr<const detail::onednn_kept<dnnl::concat> > kept;
     try {
       kept = detail::kept_primitive<dnnl::concat>(dnn, key, [&] {
-        return dnnl::concat::primitive_desc(dst.get_desc(), int(g.axis), sources, dnn.engine());
+        return dnnl::concat::primitive_desc(dst.get_desc(), int(g.axis), sources, dnn.engine(),
+                                            detail::kept_attr());
       });
     } catch (const dnnl::error&) {
       // No implementation for these blocked descriptions: the plain layout, where every
@@ -222,7 +223,7 @@ struct concat_onednn {
       if (keep_blocked) return concat_cpu<T>{}(ctx);
       throw;
     }
-    kept->primitive.execute(dnn.stream(), args);
+    detail::run_kept(dnn, *kept, args);
     dnn.wait();
     ctx.set_output("Out", std::move(out), g.offsets(ctx));
   }

@@ -388,7 +388,7 @@ struct conv2d_onednn {
       else
         dnnl::reorder(residual, result).execute(dnn.stream(), residual, result);
     }
-    kept->primitive.execute(dnn.stream(), args);
+    detail::run_kept(dnn, *kept, args);
     if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
     dnn.wait();
     ctx.set_output("Output", std::move(out));
@@ -441,7 +441,7 @@ struct conv2d_onednn {
     dnnl::post_ops post;
     if (e.residual) post.append_sum(1.f);
     detail::append_onednn_activation(post, e.activation);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = detail::kept_attr();
     attr.set_post_ops(post);
     return attr;
   }

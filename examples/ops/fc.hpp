@@ -5,7 +5,8 @@
 // Fluid, "" (none, the default) or "relu", applied after the bias.
 //
 // Kernels: CPU plain (float, double: a blocked GEMM), CPU oneDNN (float: the inner product
-// primitive, its weights reordered into the format oneDNN asks for), CUDA (float, double:
+// primitive, kept per shape in the context's cache, its weights reordered into the format
+// oneDNN asks for once while W is unchanged), CUDA (float, double:
 // the bias rows, then cuBLAS accumulating onto them) and OpenCL (float).
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -125,21 +127,28 @@ struct fc_onednn {
     const memory::desc any_weights({g.n, g.k}, f32, memory::format_tag::any);
     using ip = dnnl::inner_product_forward;
     const auto inference = dnnl::prop_kind::forward_inference;
-    if (g.bias) {
-      const Tensor& b = ctx.input("Bias");
-      memory bias = detail::onednn_plain_memory(b, {g.n}, dnn.engine());
-      const ip::primitive_desc pd(
-          ip::desc(inference, src.get_desc(), any_weights, bias.get_desc(), dst.get_desc()), dnn.engine());
-      memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
-      ip(pd).execute(
-          dnn.stream(),
-          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
-    } else {
-      const ip::primitive_desc pd(ip::desc(inference, src.get_desc(), any_weights, dst.get_desc()),
-                                  dnn.engine());
-      memory weights = detail::reordered(user_weights, pd.weights_desc(), dnn);
-      ip(pd).execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
-    }
+    // The primitive of these shapes, kept in the context's cache, its weights in the format
+    // oneDNN chooses for them.
+    detail::onednn_key key("fc.fwd");
+    key << g.m << g.k << g.n << g.bias;
+    const auto kept = detail::kept_primitive<ip>(dnn, key, [&] {
+      return g.bias ? ip::primitive_desc(
+                          ip::desc(inference, src.get_desc(), any_weights,
+                                   memory::desc({g.n}, f32, memory::format_tag::a), dst.get_desc()),
+                          detail::kept_attr(), dnn.engine())
+                    : ip::primitive_desc(ip::desc(inference, src.get_desc(), any_weights, dst.get_desc()),
+                                         detail::kept_attr(), dnn.engine());
+    });
+    // W in that format: reordered once and kept while W is unchanged; a W that row_major had
+    // to copy is reordered per call (its copy is new each time).
+    const memory weights = w.shares_buffer_with(detail::input(ctx, "W"))
+                               ? detail::prepared_weights(dnn, w, user_weights, kept->pd.weights_desc())
+                               : detail::reordered(user_weights, kept->pd.weights_desc(), dnn);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+    if (g.bias)
+      args.emplace(DNNL_ARG_BIAS, detail::onednn_plain_memory(ctx.input("Bias"), {g.n}, dnn.engine()));
+    detail::run_kept(dnn, *kept, args);
     dnn.wait();
     if (g.relu) detail::relu_in_place(out.data<float>(), g.m * g.n);
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));

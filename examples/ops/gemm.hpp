@@ -139,7 +139,7 @@ struct gemm_onednn {
         post.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
       if (g.has_c && !bias) post.append_sum(1.f);
       detail::append_onednn_activation(post, g.activation);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = detail::kept_attr();
       attr.set_post_ops(post);
       const memory::desc any_weights({p.k, p.n}, memory::data_type::f32, memory::format_tag::any);
       return bias ? dnnl::matmul::primitive_desc(
@@ -168,7 +168,7 @@ struct gemm_onednn {
         for (std::int64_t j = 0; j < p.n; ++j)
           y[i * p.n + j] = beta * cv[i * g.c_at.row_stride + j * g.c_at.col_stride];
     }
-    kept->primitive.execute(dnn.stream(), args);
+    detail::run_kept(dnn, *kept, args);
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }

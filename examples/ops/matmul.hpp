@@ -130,7 +130,7 @@ struct matmul_onednn {
     detail::onednn_key key("matmul.fwd");
     key << a.get_desc() << b.get_desc() << c.get_desc() << float(g.alpha);
     const auto kept = detail::kept_primitive<dnnl::matmul>(dnn, key, [&] {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = detail::kept_attr();
       if (g.alpha != 1) {
         dnnl::post_ops scale;
         scale.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, float(g.alpha), 0.f);
@@ -139,7 +139,7 @@ struct matmul_onednn {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()), attr,
                                           dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }

@@ -98,9 +98,9 @@ struct mul_onednn {
     key << a.get_desc() << b.get_desc() << c.get_desc();
     const auto kept = detail::kept_primitive<dnnl::matmul>(dnn, key, [&] {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a.get_desc(), b.get_desc(), c.get_desc()),
-                                          dnn.engine());
+                                          detail::kept_attr(), dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     dnn.wait();
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }

@@ -286,9 +286,9 @@ struct pool2d_onednn {
       return dnnl::pooling_v2_forward::primitive_desc(
           dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, algorithm, src.get_desc(),
                                          dst.get_desc(), strides, kernel, dilation, padding_l, padding_r),
-          dnn.engine());
+          detail::kept_attr(), dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }

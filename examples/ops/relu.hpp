@@ -61,9 +61,9 @@ struct relu_onednn {
         return dnnl::eltwise_forward::primitive_desc(
             dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu,
                                         src.get_desc(), 0.f, 0.f),
-            dnn.engine());
+            detail::kept_attr(), dnn.engine());
       });
-      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));

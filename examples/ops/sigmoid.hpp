@@ -70,9 +70,9 @@ struct sigmoid_onednn {
         return dnnl::eltwise_forward::primitive_desc(
             dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_logistic,
                                         src.get_desc(), 0.f, 0.f),
-            dnn.engine());
+            detail::kept_attr(), dnn.engine());
       });
-      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
       // oneDNN's reference logistic maps NaN to 0 (its overflow test fails): put the NaNs back.
       const float* in = x.data<float>();

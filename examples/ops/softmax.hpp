@@ -90,9 +90,10 @@ struct softmax_onednn {
       key << src.get_desc();
       const auto kept = detail::kept_primitive<dnnl::softmax_forward>(dnn, key, [&] {
         return dnnl::softmax_forward::primitive_desc(
-            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1), dnn.engine());
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1),
+            detail::kept_attr(), dnn.engine());
       });
-      kept->primitive.execute(dnn.stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       dnn.wait();
     }
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));

@@ -391,10 +391,10 @@ struct elementwise_binary_onednn {
     key << int(algorithm) << src0.get_desc() << src1.get_desc() << dst.get_desc();
     const auto kept = detail::kept_primitive<dnnl::binary>(dnn, key, [&] {
       return dnnl::binary::primitive_desc(
-          dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()), dnn.engine());
+          dnnl::binary::desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc()),
+          detail::kept_attr(), dnn.engine());
     });
-    kept->primitive.execute(dnn.stream(),
-                            {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+    detail::run_kept(dnn, *kept, {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
     dnn.wait();
   }
 };

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "ops/detail/common.hpp"
@@ -160,13 +161,34 @@ struct onednn_kept {
   typename Primitive::primitive_desc pd;
   Primitive primitive;
 };
+// What a kept primitive is created with: the attributes `attr` (post-ops), its scratchpad
+// the user's. A kept primitive serves every thread sharing the cache, each running it with
+// its own context's scratchpad (onednn_context::scratchpad, run_kept); with the library's
+// scratchpad, threads running it at once would share its temporary buffers.
+inline dnnl::primitive_attr kept_attr(dnnl::primitive_attr attr = {}) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 template <class Primitive, class Make>
 std::shared_ptr<const onednn_kept<Primitive> > kept_primitive(onednn_context& dnn, const onednn_key& key,
                                                               Make&& make) {
   return dnn.cache().get<onednn_kept<Primitive> >(key.str(), [&] {
     typename Primitive::primitive_desc pd = std::forward<Make>(make)();
+    if (pd.get_primitive_attr().get_scratchpad_mode() != dnnl::scratchpad_mode::user)
+      throw error("a oneDNN primitive kept in the cache (" + key.str() +
+                  ") must be created with kept_attr(): threads share it");
     return onednn_kept<Primitive>{pd, Primitive(pd)};
   });
+}
+
+// Runs a kept primitive on `dnn`'s stream with `args` and `dnn`'s scratchpad.
+template <class Primitive>
+void run_kept(onednn_context& dnn, const onednn_kept<Primitive>& kept,
+              std::unordered_map<int, dnnl::memory> args) {
+  const dnnl::memory::desc scratch = kept.pd.scratchpad_desc();
+  if (scratch.get_size() > 0) args.insert_or_assign(DNNL_ARG_SCRATCHPAD, dnn.scratchpad(scratch));
+  kept.primitive.execute(dnn.stream(), args);
 }
 
 // A weight (`user`, a oneDNN memory over `source`'s storage) in the format a primitive wants:

@@ -228,6 +228,10 @@ class onednn_cache {
 // thread has its own context; every context shares the one CPU engine and, unless given one
 // of its own, the process's cache (shared_cache()), so that a primitive or a prepared weight
 // made on one thread serves all (oneDNN runs a primitive only on a stream of its engine).
+// A primitive shared so must be created with dnnl::scratchpad_mode::user and run with the
+// running context's scratchpad(): with the library's own scratchpad, two threads running one
+// primitive at once share its temporary buffers (oneDNN 2.6 built without concurrent
+// execution, as Debian's is) and compute wrong results.
 class onednn_context final : public device_context {
  public:
   onednn_context() : onednn_context(shared_cache()) {}
@@ -238,6 +242,21 @@ class onednn_context final : public device_context {
   const dnnl::engine& engine() const noexcept { return engine_; }
   dnnl::stream& stream() noexcept { return stream_; }
   onednn_cache& cache() const noexcept { return *cache_; }
+
+  // This context's scratchpad for a primitive created with dnnl::scratchpad_mode::user: memory
+  // of description `d` over a buffer of the context's own, grown as needed and reused by each
+  // primitive run on this context (one at a time: a context is one thread's).
+  dnnl::memory scratchpad(const dnnl::memory::desc& d) {
+    const std::size_t bytes = d.get_size();
+    if (bytes > scratchpad_bytes_) {
+      // oneDNN allocates it, aligned as its code wants its scratchpads.
+      scratchpad_ = dnnl::memory(dnnl::memory::desc({dnnl::memory::dim(bytes)}, dnnl::memory::data_type::u8,
+                                                    dnnl::memory::format_tag::a),
+                                 engine_);
+      scratchpad_bytes_ = bytes;
+    }
+    return dnnl::memory(d, engine_, scratchpad_.get_data_handle());
+  }
 
   static onednn_context& this_thread() {
     thread_local onednn_context context;
@@ -256,6 +275,8 @@ class onednn_context final : public device_context {
   dnnl::engine engine_;
   dnnl::stream stream_;
   onednn_cache* cache_;
+  dnnl::memory scratchpad_;  // scratchpad_bytes_ of oneDNN's memory, or none yet
+  std::size_t scratchpad_bytes_ = 0;
 };
 
 inline dnnl::memory::data_type onednn_data_type(data_type d) {
