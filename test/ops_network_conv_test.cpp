@@ -573,18 +573,10 @@ namespace {
 // Runs the oneDNN kernel directly on a oneDNN context of the caller's (and so its cache),
 // Input in NCHW; Output as the kernel leaves it.
 Tensor onednn_conv(onednn_context& dnn, const Tensor& x, const Tensor& w, const attribute_map& attrs) {
-  static constexpr std::array<std::string_view, 4> in_names{"Input", "Filter", "Bias", "ResidualData"};
-  static constexpr std::array<std::string_view, 1> out_names{"Output"};
-  Tensor out;
-  kernel_arg ins[2] = {kernel_arg(&x), kernel_arg(&w)};
-  kernel_arg outs[1] = {kernel_arg(&out)};
-  const std::uint32_t in_offsets[5] = {0, 1, 2, 2, 2}, out_offsets[2] = {0, 1};
-  execution_context ctx(
-      "conv2d", in_names, out_names, dnn,
+  return fluidk_test::run_kernel<ops::conv2d>(
+      dnn, ops::conv2d_onednn<float>{},
       kernel_key{cpu_place, data_type::float32, data_layout::nchw, library_type_of<library::onednn>},
-      slot_args{ins, in_offsets}, slot_args{outs, out_offsets}, attrs);
-  ops::conv2d_onednn<float>{}(ctx);
-  return out;
+      {&x, &w}, attrs);
 }
 
 }  // namespace

@@ -395,18 +395,10 @@ namespace {
 // Runs the oneDNN gemm kernel directly on a oneDNN context of the caller's (and so its cache),
 // without C.
 Tensor onednn_gemm(onednn_context& dnn, const Tensor& a, const Tensor& b, const attribute_map& attrs) {
-  static constexpr std::array<std::string_view, 3> in_names{"A", "B", "C"};
-  static constexpr std::array<std::string_view, 1> out_names{"Out"};
-  Tensor out;
-  kernel_arg ins[2] = {kernel_arg(&a), kernel_arg(&b)};
-  kernel_arg outs[1] = {kernel_arg(&out)};
-  const std::uint32_t in_offsets[4] = {0, 1, 2, 2}, out_offsets[2] = {0, 1};
-  execution_context ctx(
-      "gemm", in_names, out_names, dnn,
-      kernel_key{cpu_place, data_type::float32, data_layout::any, library_type_of<library::onednn>},
-      slot_args{ins, in_offsets}, slot_args{outs, out_offsets}, attrs);
-  ops::gemm_onednn<float>{}(ctx);
-  return out;
+  return fluidk_test::run_kernel<ops::gemm>(
+      dnn, ops::gemm_onednn<float>{},
+      kernel_key{cpu_place, data_type::float32, data_layout::any, library_type_of<library::onednn>}, {&a, &b},
+      attrs);
 }
 }  // namespace
 

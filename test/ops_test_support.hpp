@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
+#include <initializer_list>
 #include <random>
 #include <span>
 #include <string>
@@ -61,6 +62,28 @@ inline fluidk::kernel_choice run_named(const fluidk::place& where, fluidk::Scope
     return vars;
   };
   return fluidk::run_operator(op, where, bind(in, op.inputs()), bind(out, op.outputs()), attrs);
+}
+
+// Runs `kernel`, a kernel of operator Op, directly on `device` (a context of the caller's, and so
+// its caches) as kernel `key`: Op's first input slots given one tensor each, in order, the others
+// empty; Op's first output as the kernel leaves it.
+template <class Op, class Kernel>
+fluidk::Tensor run_kernel(fluidk::device_context& device, const Kernel& kernel, const fluidk::kernel_key& key,
+                          std::initializer_list<const fluidk::Tensor*> inputs,
+                          const fluidk::attribute_map& attrs) {
+  std::vector<fluidk::kernel_arg> ins;
+  for (const fluidk::Tensor* t : inputs) ins.emplace_back(t);
+  std::vector<std::uint32_t> in_offsets(Op::inputs.size() + 1, std::uint32_t(ins.size()));
+  for (std::size_t i = 0; i < ins.size(); ++i) in_offsets[i] = std::uint32_t(i);
+  fluidk::Tensor out;
+  fluidk::kernel_arg outs[1] = {fluidk::kernel_arg(&out)};
+  std::vector<std::uint32_t> out_offsets(Op::outputs.size() + 1, 1);
+  out_offsets[0] = 0;
+  fluidk::execution_context ctx(Op::name, Op::inputs, Op::outputs, device, key,
+                                fluidk::slot_args{ins, in_offsets}, fluidk::slot_args{outs, out_offsets},
+                                attrs);
+  kernel(ctx);
+  return out;
 }
 
 }  // namespace fluidk_test

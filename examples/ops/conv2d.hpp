@@ -357,9 +357,7 @@ struct conv2d_onednn {
                                static_cast<std::byte*>(grouped_filter.handle()) + grouped_filter.offset());
     // Reordered once and kept while the filter is unchanged; a grouped filter that row_major
     // had to copy is reordered per call (its copy is new each time).
-    memory weights = g.groups == 1 || grouped_filter.shares_buffer_with(filter)
-                         ? detail::prepared_weights(dnn, grouped_filter, user_weights, pd.weights_desc())
-                         : detail::reordered(user_weights, pd.weights_desc(), dnn);
+    const memory weights = detail::weights_for(dnn, grouped_filter, filter, user_weights, pd.weights_desc());
 
     // The output in the layout oneDNN chose, when fluidk has a name for it (the kernel's own
     // first: with one channel, NHWC and NCHW are the same description); else reordered into

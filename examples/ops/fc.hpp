@@ -141,9 +141,8 @@ struct fc_onednn {
     });
     // W in that format: reordered once and kept while W is unchanged; a W that row_major had
     // to copy is reordered per call (its copy is new each time).
-    const memory weights = w.shares_buffer_with(detail::input(ctx, "W"))
-                               ? detail::prepared_weights(dnn, w, user_weights, kept->pd.weights_desc())
-                               : detail::reordered(user_weights, kept->pd.weights_desc(), dnn);
+    const memory weights =
+        detail::weights_for(dnn, w, detail::input(ctx, "W"), user_weights, kept->pd.weights_desc());
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (g.bias)

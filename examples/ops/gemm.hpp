@@ -10,8 +10,9 @@
 // (float: the matmul primitive, with C as its bias where C is a row and alpha and beta are 1,
 // else on an output that starts as beta x C and a sum post-op; the activation an eltwise
 // post-op; the primitive kept per shape and B in the format oneDNN asks for, reordered once
-// while it is unchanged), OpenCL (float) and CUDA (float, double: the output starts as beta x C, then cuBLAS
-// accumulates onto it); the OpenCL and CUDA kernels apply the activation in place after.
+// while it is unchanged), OpenCL (float) and CUDA (float, double: the output starts as beta x
+// C, then cuBLAS accumulates onto it); the OpenCL and CUDA kernels apply the activation in
+// place after.
 #pragma once
 
 #include <array>
@@ -153,9 +154,8 @@ struct gemm_onednn {
     });
     // B in that format: reordered once and kept while B is unchanged (a weight); a B that
     // row_major had to copy is reordered per call (its copy is new each time).
-    const memory weights = b.shares_buffer_with(detail::input(ctx, "B"))
-                               ? detail::prepared_weights(dnn, b, user_weights, kept->pd.weights_desc())
-                               : detail::reordered(user_weights, kept->pd.weights_desc(), dnn);
+    const memory weights =
+        detail::weights_for(dnn, b, detail::input(ctx, "B"), user_weights, kept->pd.weights_desc());
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (bias) {

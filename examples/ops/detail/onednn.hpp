@@ -206,6 +206,16 @@ inline dnnl::memory prepared_weights(onednn_context& dnn, const Tensor& source, 
   });
 }
 
+// A weight a kernel read as `used` (over `given`'s storage, or a row-major copy of it that
+// row_major made), described as `user`, in the format `wanted`: reordered once and kept while
+// the storage's content is unchanged where `used` shares `given`'s buffer; a copy is new at
+// every call, so it is reordered per call.
+inline dnnl::memory weights_for(onednn_context& dnn, const Tensor& used, const Tensor& given,
+                                const dnnl::memory& user, const dnnl::memory::desc& wanted) {
+  return used.shares_buffer_with(given) ? prepared_weights(dnn, used, user, wanted)
+                                        : reordered(user, wanted, dnn);
+}
+
 // The fluidk layout of a oneDNN description of 4-D data, or ANY_LAYOUT when fluidk has no
 // name for it.
 inline data_layout fluidk_layout_of(const dnnl::memory::desc& md, const dnnl::memory::dims& shape,
