@@ -223,7 +223,7 @@ struct concat_onednn {
       if (keep_blocked) return concat_cpu<T>{}(ctx);
       throw;
     }
-    detail::run_kept(dnn, *kept, args);
+    detail::run_kept(dnn, *kept, std::move(args));
     dnn.wait();
     ctx.set_output("Out", std::move(out), g.offsets(ctx));
   }

@@ -386,7 +386,7 @@ struct conv2d_onednn {
       else
         dnnl::reorder(residual, result).execute(dnn.stream(), residual, result);
     }
-    detail::run_kept(dnn, *kept, args);
+    detail::run_kept(dnn, *kept, std::move(args));
     if (chosen == data_layout::any) dnnl::reorder(result, dst).execute(dnn.stream(), result, dst);
     dnn.wait();
     ctx.set_output("Output", std::move(out));

@@ -147,7 +147,7 @@ struct fc_onednn {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (g.bias)
       args.emplace(DNNL_ARG_BIAS, detail::onednn_plain_memory(ctx.input("Bias"), {g.n}, dnn.engine()));
-    detail::run_kept(dnn, *kept, args);
+    detail::run_kept(dnn, *kept, std::move(args));
     dnn.wait();
     if (g.relu) detail::relu_in_place(out.data<float>(), g.m * g.n);
     ctx.set_output("Out", std::move(out), ctx.input_lod("Input"));

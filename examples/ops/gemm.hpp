@@ -168,7 +168,7 @@ struct gemm_onednn {
         for (std::int64_t j = 0; j < p.n; ++j)
           y[i * p.n + j] = beta * cv[i * g.c_at.row_stride + j * g.c_at.col_stride];
     }
-    detail::run_kept(dnn, *kept, args);
+    detail::run_kept(dnn, *kept, std::move(args));
     dnn.wait();
     ctx.set_output("Out", std::move(out));
   }
