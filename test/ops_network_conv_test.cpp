@@ -20,6 +20,9 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+#if FLUIDK_OPS_OPENMP
+#include <omp.h>
+#endif
 
 #include "ops_test_support.hpp"
 
@@ -617,6 +620,32 @@ TEST_CASE("conv2d (oneDNN): a second call hits the cache; a filter written in pl
   onednn_conv(dnn, x, w, relu);
   CHECK(cache.stats().misses == 2);
 }
+
+#if FLUIDK_OPS_OPENMP
+TEST_CASE("conv2d (oneDNN): a primitive is kept per number of OpenMP threads",
+          "[ops][conv2d][onednn][cache]") {
+  // oneDNN splits the work, and sizes the scratchpad, for the threads of a primitive's
+  // creation: one made for 1 thread would run on 1 thread after omp_set_num_threads(2).
+  const int before = omp_get_max_threads();
+  onednn_cache cache;
+  onednn_context dnn(cache);
+  const conv_case c{1, 64, 14, 14, 64, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const Tensor x = random_tensor(c.input_dims()), w = random_tensor(c.filter_dims());
+  const std::vector<float> expected = reference(c, values(x), values(w)).values;
+  const struct {
+    int threads;
+    std::uint64_t misses, hits;
+  } steps[] = {{1, 1, 0}, {1, 1, 1}, {2, 2, 1}, {1, 2, 2}, {2, 2, 3}};
+  for (const auto& step : steps) {
+    INFO(step.threads << " threads");
+    omp_set_num_threads(step.threads);
+    check_close(values(onednn_conv(dnn, x, w, c.attrs())), expected, 1e-4);
+    CHECK(cache.stats().misses == step.misses);
+    CHECK(cache.stats().hits == step.hits);
+  }
+  omp_set_num_threads(before);
+}
+#endif
 
 TEST_CASE("conv2d (oneDNN) on a bounded cache evicts and still computes right",
           "[ops][conv2d][onednn][cache]") {

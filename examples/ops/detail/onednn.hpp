@@ -17,6 +17,9 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#if FLUIDK_OPS_OPENMP
+#include <omp.h>
+#endif
 
 #include "ops/detail/common.hpp"
 #include "ops/detail/network_activation.hpp"
@@ -170,13 +173,32 @@ inline dnnl::primitive_attr kept_attr(dnnl::primitive_attr attr = {}) {
   return attr;
 }
 
+// The number of threads oneDNN would run a primitive created now on: with its OpenMP runtime
+// (Debian's), the calling thread's omp_get_max_threads(), which omp_set_num_threads (or
+// OMP_NUM_THREADS) sets. 0 where the operators were built without OpenMP (FLUIDK_OPS_OPENMP
+// undefined: a ThreadSanitizer build, a compiler without OpenMP): the count is then unknown
+// here, and one primitive serves every count.
+inline int onednn_threads() {
+#if FLUIDK_OPS_OPENMP && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  return omp_get_max_threads();
+#else
+  return 0;
+#endif
+}
+
+// A primitive is kept per number of threads as well (onednn_threads), as oneDNN's own
+// primitive cache keys it: oneDNN splits the work, and sizes the scratchpad, for the threads
+// of its creation (a 64-channel 3x3 brgemm convolution: 8 KiB of scratchpad for 1 thread, 68
+// KiB for 16), so one created for 1 thread runs on 1 thread after omp_set_num_threads(8).
 template <class Primitive, class Make>
 std::shared_ptr<const onednn_kept<Primitive> > kept_primitive(onednn_context& dnn, const onednn_key& key,
                                                               Make&& make) {
-  return dnn.cache().get<onednn_kept<Primitive> >(key.str(), [&] {
+  onednn_key keyed = key;
+  keyed << std::string_view("threads") << onednn_threads();
+  return dnn.cache().get<onednn_kept<Primitive> >(keyed.str(), [&] {
     typename Primitive::primitive_desc pd = std::forward<Make>(make)();
     if (pd.get_primitive_attr().get_scratchpad_mode() != dnnl::scratchpad_mode::user)
-      throw error("a oneDNN primitive kept in the cache (" + key.str() +
+      throw error("a oneDNN primitive kept in the cache (" + keyed.str() +
                   ") must be created with kept_attr(): threads share it");
     return onednn_kept<Primitive>{pd, Primitive(pd)};
   });
