@@ -502,8 +502,12 @@ std::size_t run_fuse_pass(imported_model& model, std::string_view name) {
   return fused;
 }
 
+bool onednn_layout_mode(std::string_view mode) {
+  return mode == "auto" || mode == "blocked" || mode == "NHWC";
+}
+
 layout_choice choose_onednn_layout(imported_model& model, std::string_view mode, bool nhwc_convolutions) {
-  if (mode != "auto" && mode != "blocked" && mode != "NHWC")
+  if (!onednn_layout_mode(mode))
     throw error("the layout of oneDNN's convolutions is auto, blocked or NHWC, not '" + std::string(mode) +
                 "'");
   layout_choice choice{std::string(mode), "given"};

@@ -63,6 +63,8 @@ struct layout_choice {
   std::string layout;  // "blocked" or "NHWC"
   std::string why;     // "given", or auto's reason
 };
+// Whether `mode` is one choose_onednn_layout takes: auto, blocked or NHWC.
+bool onednn_layout_mode(std::string_view mode);
 layout_choice choose_onednn_layout(imported_model& model, std::string_view mode, bool nhwc_convolutions);
 
 }  // namespace fluidk::onnx_import

@@ -192,7 +192,7 @@ arguments parse_arguments(int argc, char** argv) {
       }
       args.no_fuse.insert(value);
     } else if (arg == "--onednn-layout") {
-      if (value != "auto" && value != "blocked" && value != "NHWC")
+      if (!onnx_import::onednn_layout_mode(value))
         throw usage_error{"--onednn-layout takes auto, blocked or NHWC, not '" + value + "'"};
       args.onednn_layout = value;
     }
