@@ -626,7 +626,11 @@ TEST_CASE("conv2d (oneDNN): a primitive is kept per number of OpenMP threads",
           "[ops][conv2d][onednn][cache]") {
   // oneDNN splits the work, and sizes the scratchpad, for the threads of a primitive's
   // creation: one made for 1 thread would run on 1 thread after omp_set_num_threads(2).
-  const int before = omp_get_max_threads();
+  // The count this thread had, given back however the test ends.
+  struct restore_threads {
+    int count = omp_get_max_threads();
+    ~restore_threads() { omp_set_num_threads(count); }
+  } restore;
   onednn_cache cache;
   onednn_context dnn(cache);
   const conv_case c{1, 64, 14, 14, 64, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
@@ -643,7 +647,6 @@ TEST_CASE("conv2d (oneDNN): a primitive is kept per number of OpenMP threads",
     CHECK(cache.stats().misses == step.misses);
     CHECK(cache.stats().hits == step.hits);
   }
-  omp_set_num_threads(before);
 }
 #endif
 

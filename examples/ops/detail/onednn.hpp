@@ -173,11 +173,13 @@ inline dnnl::primitive_attr kept_attr(dnnl::primitive_attr attr = {}) {
   return attr;
 }
 
-// The number of threads oneDNN would run a primitive created now on: with its OpenMP runtime
-// (Debian's), the calling thread's omp_get_max_threads(), which omp_set_num_threads (or
-// OMP_NUM_THREADS) sets. 0 where the operators were built without OpenMP (FLUIDK_OPS_OPENMP
-// undefined: a ThreadSanitizer build, a compiler without OpenMP): the count is then unknown
-// here, and one primitive serves every count.
+// The number of threads oneDNN plans a primitive for when its descriptor is made, and keys
+// its own primitive cache by: with its OpenMP runtime (Debian's), the calling thread's
+// omp_get_max_threads(), which omp_set_num_threads (or OMP_NUM_THREADS) sets. (Inside an
+// OpenMP parallel region oneDNN runs on one thread; the count is still what it plans and keys
+// with.) 0 where the operators were built without OpenMP (FLUIDK_OPS_OPENMP undefined: no
+// OpenMP found for the compiler): the count is then unknown here, and one primitive serves
+// every count.
 inline int onednn_threads() {
 #if FLUIDK_OPS_OPENMP && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
   return omp_get_max_threads();
@@ -188,8 +190,9 @@ inline int onednn_threads() {
 
 // A primitive is kept per number of threads as well (onednn_threads), as oneDNN's own
 // primitive cache keys it: oneDNN splits the work, and sizes the scratchpad, for the threads
-// of its creation (a 64-channel 3x3 brgemm convolution: 8 KiB of scratchpad for 1 thread, 68
-// KiB for 16), so one created for 1 thread runs on 1 thread after omp_set_num_threads(8).
+// it was made for (a 64-channel 3x3 brgemm convolution: 8 KiB of scratchpad for 1 thread, 68
+// KiB for 16). One made for 1 thread would go on running on 1 after omp_set_num_threads(8),
+// and one made for 8 on 8 after the count is lowered.
 template <class Primitive, class Make>
 std::shared_ptr<const onednn_kept<Primitive> > kept_primitive(onednn_context& dnn, const onednn_key& key,
                                                               Make&& make) {
