@@ -20,6 +20,7 @@
 #include <ops/ops.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -205,6 +206,58 @@ TEST_CASE("a device without a kernel for the call: the CPU kernel runs, counted 
           Catch::Contains("opencl"));
 #endif
 }
+
+#if !(defined(FLUIDK_OPS_TEST_CUDA) && FLUIDK_OPS_TEST_CUDA)
+TEST_CASE(
+    "OpenCL kernels are made once per thread and kept; two threads launching at once get the CPU's results",
+    "[ops][device][opencl]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor<float>({64, 33})));
+  scope.var("y").set(LoDTensor(random_tensor<float>({64, 33})));
+  run_both(scope, "relu", {{"X", {"x"}}}, {"Out"}, "relu");
+  run_both(scope, "elementwise_add", {{"X", {"relu_Out_cpu"}}, {"Y", {"y"}}}, {"Out"}, "sum");
+  const std::size_t kept = ops::detail::opencl_kernels_kept();
+  CHECK(kept >= 2);  // relu's and elementwise_add's
+  for (int i = 0; i < 3; ++i) {
+    run_both(scope, "relu", {{"X", {"x"}}}, {"Out"}, "relu");
+    run_both(scope, "elementwise_add", {{"X", {"relu_Out_cpu"}}, {"Y", {"y"}}}, {"Out"}, "sum");
+  }
+  CHECK(ops::detail::opencl_kernels_kept() == kept);
+  compare<float>(scope, "relu", "Out", 0);
+  compare<float>(scope, "sum", "Out", 0);
+
+  // Each thread keeps kernels of its own: setting the arguments of one kernel from two threads
+  // at once would launch one thread's kernel on the other's buffers. (No Catch assertions in
+  // the threads: they count what went wrong.)
+  const std::vector<float> expected = values<float>(scope.get("sum_Out_cpu"));
+  const operator_info& relu = find_operator("relu");
+  const operator_info& add = find_operator("elementwise_add");
+  std::vector<int> wrong(2, 0), failed(2, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        Scope own;
+        Variable &x = own.var("x"), &y = own.var("y"), &r = own.var("r"), &sum = own.var("sum");
+        x.set(LoDTensor(scope.get("x").get<LoDTensor>()));
+        y.set(LoDTensor(scope.get("y").get<LoDTensor>()));
+        const std::vector<std::vector<Variable*>> relu_in{{&x}}, relu_out{{&r}}, add_in{{&r}, {&y}},
+            add_out{{&sum}};
+        for (int i = 0; i < 20; ++i) {
+          run_operator(relu, device, relu_in, relu_out, {});
+          run_operator(add, device, add_in, add_out, {});
+          if (values<float>(sum) != expected) ++wrong[std::size_t(t)];
+        }
+        if (ops::detail::opencl_kernels_kept() < 2) ++failed[std::size_t(t)];
+      } catch (...) {
+        ++failed[std::size_t(t)];
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(wrong == std::vector<int>{0, 0});
+  CHECK(failed == std::vector<int>{0, 0});
+}
+#endif
 
 #if defined(FLUIDK_OPS_TEST_CUDA) && FLUIDK_OPS_TEST_CUDA
 TEMPLATE_LIST_TEST_CASE("conv2d with cuDNN: against the plain CPU conv", "[ops][device][cudnn]",
