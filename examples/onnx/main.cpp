@@ -74,8 +74,8 @@ constexpr const char* usage_text =
                            then overhead_percent P (of one more run, timed inside the executor: the
                            share outside kernels and transforms), peak_rss_kb and start_rss_kb
   --plan                   prints the plan of the first run: kernel per operator, inputs moved and
-                           their cost, transforms, reorders, bytes moved, peak activation bytes and
-                           fallbacks
+                           their cost, transforms, reorders and bytes moved (of one more run, and of
+                           the first), peak activation bytes and fallbacks
   --no-eager-deletion      keeps every variable after its last use (by default each activation's
                            storage is released after its last use; the graph outputs are kept)
   --dot FILE               writes the plan of the first run as Graphviz DOT
@@ -456,6 +456,7 @@ int run(const arguments& args) {
   Executor executor(where);
   std::vector<op_trace> trace;
   executor_stats first{};
+  executor_stats later{};  // of the second run (--plan)
   std::vector<double> times_ms;
   executor_stats timed{};
   executor_stats timing{};  // of the run timed inside the executor (--repeat)
@@ -469,14 +470,20 @@ int run(const arguments& args) {
     wait_all(places);
     executor.trace_into(nullptr);
     first = executor.stats();
+    // Each run as a new request: the inputs count as written (their moves are made again),
+    // the weights' moved copies are the transfer cache's.
+    auto once = [&] {
+      for (const onnx_import::graph_value& input : model.inputs) scope.get(input.name).mark_modified();
+      executor.run(prepared);
+      wait_all(places);
+    };
+    if (args.plan) {
+      // The plan's transforms of a later run: the first made the weights' copies too.
+      executor.reset_stats();
+      once();
+      later = executor.stats();
+    }
     if (args.repeat > 0) {
-      // Each run as a new request: the inputs count as written (their moves are made again),
-      // the weights' moved copies are the transfer cache's.
-      auto once = [&] {
-        for (const onnx_import::graph_value& input : model.inputs) scope.get(input.name).mark_modified();
-        executor.run(prepared);
-        wait_all(places);
-      };
       for (int i = 0; i < 2; ++i) once();
       executor.reset_stats();
       for (int i = 0; i < args.repeat; ++i) {
@@ -514,14 +521,18 @@ int run(const arguments& args) {
                   model.origins[i].c_str());
     std::printf("plan of the first run on %s:\n", example::short_name(where).c_str());
     example::print_plan(trace);
-    std::printf("transforms %llu\nbytes_moved %llu\n", static_cast<unsigned long long>(first.transforms),
-                static_cast<unsigned long long>(first.bytes_copied));
-    // Of the transforms, those on one place (layout or data type: reorders) and those that
-    // copy between places; the bytes of every copy made, reorders included.
-    std::printf("reorders per run %llu\ndevice copies per run %llu\nbytes_transformed %llu\n",
-                static_cast<unsigned long long>(first.reorders),
-                static_cast<unsigned long long>(first.transforms - first.reorders),
-                static_cast<unsigned long long>(first.bytes_transformed));
+    // Each figure of a later run (the second), then of the first, which also moved the
+    // weights: the transforms, those on one place (layout or data type: reorders) and those
+    // that copy between places; the bytes copied, and the bytes of every transform made.
+    using ull = unsigned long long;
+    auto figure = [](const char* name, std::uint64_t then, std::uint64_t at_first) {
+      std::printf("%s %llu (first run %llu)\n", name, ull(then), ull(at_first));
+    };
+    figure("transforms per run", later.transforms, first.transforms);
+    figure("reorders per run", later.reorders, first.reorders);
+    figure("device copies per run", later.transforms - later.reorders, first.transforms - first.reorders);
+    figure("bytes_moved", later.bytes_copied, first.bytes_copied);
+    figure("bytes_transformed", later.bytes_transformed, first.bytes_transformed);
     std::printf("peak_activation_bytes %llu%s\n",
                 static_cast<unsigned long long>(first.peak_activation_bytes),
                 args.eager_deletion ? "" : " (no eager deletion)");

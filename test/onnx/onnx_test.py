@@ -284,6 +284,15 @@ def check_plan(label, family, stdout):
         marked = sum(1 for row in rows if row[3])
         if not listed or int(listed.group(1)) != marked:
             fail(f"{label}: plan: 'fallbacks N' does not count the {marked} rows marked '(fallback)'")
+    if family in ("opencl", "mixed"):
+        # A later run copies the inputs again; the weights' copies of the first are the
+        # transfer cache's.
+        copies = re.search(r"^device copies per run (\d+) \(first run (\d+)\)", stdout, re.M)
+        if not copies:
+            fail(f"{label}: plan: no 'device copies per run N (first run M)' line")
+        elif not 0 < int(copies.group(1)) < int(copies.group(2)):
+            fail(f"{label}: plan: a later run made {copies.group(1)} device copies, the first "
+                 f"{copies.group(2)}: expected the inputs' copies again and the weights' kept")
     if family == "mixed":
         # The Gemm's input comes from OpenCL (the pool before it ran there).
         for op, _, _, _, moved in rows:
