@@ -618,3 +618,93 @@ TEST_CASE("dropout on blocked X: no reorder, Out in X's layout, padding lanes ze
         }
       }
 }
+
+namespace {
+// Whether the padding lanes of the last channel block of an nChw8c or nChw16c tensor of T are
+// all zero (false for bool).
+template <class T>
+bool padding_lanes_zero(const Tensor& t) {
+  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
+  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
+  const T* v = t.data<T>();
+  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
+    for (std::int64_t p = 0; p < plane; ++p)
+      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
+        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != T(0)) return false;
+  return true;
+}
+
+// A tensor's elements as T in logical order.
+template <class T>
+std::vector<T> values_as(const Tensor& t) {
+  const Tensor plain = transform(t, kernel_key{cpu_place, t.dtype(), data_layout::nchw, library_type::plain});
+  return std::vector<T>(plain.data<T>(), plain.data<T>() + plain.numel());
+}
+}  // namespace
+
+TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values, padding lanes zero",
+          "[ops][elementwise][compare][onednn]") {
+  // A pass over blocked storage computes the operation on the padding lanes too: 0 / 0 is NaN
+  // (an error for integers), 0 == 0 true. A oneDNN convolution reading such a tensor multiplies
+  // the lanes by its zero-padded weights, and NaN times zero made every output NaN.
+  std::vector<variant> cpu{{"CPU plain", cpu_place, false}};
+#if FLUIDK_OPS_ONEDNN
+  cpu.push_back({"CPU oneDNN", cpu_place, true});
+#endif
+  for (const data_layout layout : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
+    for (const dims& d : {dims{1, 3, 4, 4}, dims{2, 17, 3, 2}, dims{1, 16, 2, 2}}) {
+      INFO(layout.name() << " " << d.to_string());
+      const std::vector<float> x = random_values(d.numel()), y = random_values(d.numel(), 0.5f, 2.f);
+      std::vector<double> quotient(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) quotient[i] = double(x[i] / y[i]);
+      for (const variant& v : cpu) {
+        INFO(v.name);
+        Scope scope;
+        scope.var("x").set(LoDTensor(tensor_of(d, x, layout)));
+        scope.var("y").set(LoDTensor(tensor_of(d, y, layout)));
+        run_as(v, scope, "elementwise_div", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"q"}}});
+        const Tensor& q = tensor(scope, "q");
+        if (q.layout().blocked()) CHECK(padding_lanes_zero<float>(q));
+        check_values(values(q), quotient);
+      }
+
+      // The plain kernels on blocked storage, run directly (the runtime path hands plain kernels
+      // NCHW; the oneDNN kernel hands its own cases to them): integers, where 0 / 0 in the
+      // padding lanes was an error, and the comparisons, where 0 == 0 was true there.
+      std::vector<float> xi(x.size()), yi(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        xi[i] = std::round(x[i] * 10);
+        yi[i] = std::round(y[i] * 3);  // 2 to 6
+      }
+      device_context& host = context_of(cpu_place);
+      const kernel_key int32_blocked{cpu_place, data_type::int32, layout, library_type::plain};
+      const Tensor xt = transform(tensor_of(d, xi, data_layout::nchw), int32_blocked);
+      const Tensor yt = transform(tensor_of(d, yi, data_layout::nchw), int32_blocked);
+      REQUIRE(xt.layout() == layout);
+      const Tensor qi = fluidk_test::run_kernel<ops::elementwise_div>(
+          host, ops::elementwise_binary_cpu<std::int32_t, ops::div_operation>{}, int32_blocked, {&xt, &yt},
+          {});
+      if (qi.layout().blocked()) CHECK(padding_lanes_zero<std::int32_t>(qi));
+      const std::vector<std::int32_t> got = values_as<std::int32_t>(qi);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (got[i] != std::int32_t(xi[i]) / std::int32_t(yi[i]))
+          FAIL("int32 element " << i << ": " << got[i]);
+
+      const kernel_key float_blocked{cpu_place, data_type::float32, layout, library_type::plain};
+      const Tensor xf = tensor_of(d, x, layout), yf = tensor_of(d, y, layout);
+      auto compare = [&]<class Op, class Cmp>(Op, Cmp, bool same, auto expected) {
+        INFO(Op::name);
+        for (const bool against_self : {true, false}) {
+          const Tensor c = fluidk_test::run_kernel<Op>(host, ops::compare_cpu<float, Cmp>{}, float_blocked,
+                                                       {&xf, against_self ? &xf : &yf}, {});
+          if (c.layout().blocked()) CHECK(padding_lanes_zero<bool>(c));
+          const std::vector<bool> cs = values_as<bool>(c);
+          for (std::size_t i = 0; i < x.size(); ++i)
+            if (cs[i] != (against_self ? same : expected(x[i], y[i]))) FAIL("element " << i);
+        }
+      };
+      compare(ops::equal{}, ops::equal_comparison{}, true, [](float a, float b) { return a == b; });
+      compare(ops::less_equal{}, ops::less_equal_comparison{}, true, [](float a, float b) { return a <= b; });
+      compare(ops::less_than{}, ops::less_than_comparison{}, false, [](float a, float b) { return a < b; });
+    }
+}

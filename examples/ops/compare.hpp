@@ -114,7 +114,8 @@ struct compare_opencl {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int64_t>,
                 "the OpenCL comparisons compute in float and int64");
   void operator()(execution_context& ctx) const {
-    const auto [x, y] = detail::elementwise_operands(ctx);
+    const bool keeps_zero = detail::keeps_zero<T, Cmp, bool>();
+    const auto [x, y] = detail::elementwise_operands(ctx, keeps_zero);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type::boolean, ctx.place(), g.layout);
     if (g.total > 0)

@@ -35,7 +35,8 @@ template <class Logic>
 struct logical_binary_cpu {
   using dtype = bool;
   void operator()(execution_context& ctx) const {
-    const auto [x, y] = detail::elementwise_operands(ctx);
+    const bool keeps_zero = detail::keeps_zero<bool, Logic, bool>();
+    const auto [x, y] = detail::elementwise_operands(ctx, keeps_zero);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type::boolean, ctx.place(), g.layout);
     detail::broadcast_loop<bool, Logic, bool>(g, x.data<bool>(), y.data<bool>(), out.data<bool>());

@@ -21,6 +21,7 @@
 
 #include "ops/detail/common.hpp"
 #if FLUIDK_OPS_ONEDNN
+#include "ops/detail/network_activation.hpp"
 #include "ops/detail/onednn.hpp"
 #endif
 #if FLUIDK_OPS_OPENCL
@@ -198,12 +199,37 @@ struct div_operation {
 };
 
 namespace detail {
+// Whether Op gives zero (false) for two zeros, so that a pass over blocked storage leaves the
+// padding lanes zero, as every reader of blocked data expects (a oneDNN convolution multiplies
+// them by its zero-padded weights: a NaN there made every output NaN). add, sub, mul, the
+// logical operations and the strict comparisons do; div does not (0 / 0 is NaN for floats and
+// an error for integers), nor do equal, less_equal and greater_equal (true).
+template <class T, class Op, class R = T>
+bool keeps_zero() {
+  if constexpr (std::is_same_v<Op, div_operation>)
+    return false;
+  else
+    return Op::apply(T(0), T(0)) == R(0);
+}
+
+// Whether a tensor's storage has padding lanes: a blocked layout whose blocked dim is not a
+// whole number of blocks.
+inline bool has_padding_lanes(const Tensor& t) {
+  const data_layout l = t.layout();
+  return l.blocked() && l.block_axis() < int(t.dims().rank()) &&
+         t.dims()[std::size_t(l.block_axis())] % l.block_size() != 0;
+}
+
 // X and Y as the kernels read them: as given when they share dims and layout (their storage
-// runs elementwise), else both in row-major order (the broadcast is on logical dimensions).
-inline std::pair<Tensor, Tensor> elementwise_operands(const execution_context& ctx) {
+// runs elementwise) and the pass keeps padding lanes zero (`keeps_zero`: the operation gives
+// zero for two zeros, or there are none); else both in row-major order (the broadcast is on
+// logical dimensions). (Kernels pass keeps_zero<...>() through a bool variable: as the
+// argument itself it would make the call, and so x and y, type-dependent in their templates.)
+inline std::pair<Tensor, Tensor> elementwise_operands(const execution_context& ctx, bool keeps_zero) {
   const Tensor& x = input(ctx, "X");
   const Tensor& y = input(ctx, "Y");
-  if (x.dims() == y.dims() && x.layout() == y.layout()) return {x, y};
+  if (x.dims() == y.dims() && x.layout() == y.layout() && (keeps_zero || !has_padding_lanes(x)))
+    return {x, y};
   return {row_major(x), row_major(y)};
 }
 
@@ -238,7 +264,8 @@ template <class T, class Op, class R = T>
 struct elementwise_binary_cpu {
   using dtype = T;
   void operator()(execution_context& ctx) const {
-    const auto [x, y] = detail::elementwise_operands(ctx);
+    const bool keeps_zero = detail::keeps_zero<T, Op, R>();
+    const auto [x, y] = detail::elementwise_operands(ctx, keeps_zero);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type_of<R>, ctx.place(), g.layout);
     detail::broadcast_loop<T, Op, R>(g, x.template data<T>(), y.template data<T>(), out.template data<R>());
@@ -338,10 +365,15 @@ struct elementwise_binary_onednn {
                                       : Op::code == sub_operation::code ? dnnl::algorithm::binary_sub
                                                                         : dnnl::algorithm::binary_div;
     if (g.same) {
+      // (Padding lanes off the channels: the plain kernel, on row-major operands.)
+      if (!detail::keeps_zero<float, Op>() && detail::has_padding_lanes(x) && x.layout().block_axis() != 1)
+        return elementwise_binary_cpu<float, Op>{}(ctx);
       Tensor out(g.out, data_type::float32, ctx.place(), x.layout());
       const memory::desc flat({g.total}, memory::data_type::f32, memory::format_tag::a);
       run(dnn, algorithm, detail::onednn_at(flat, x, dnn.engine()), detail::onednn_at(flat, y, dnn.engine()),
           detail::onednn_at(flat, out, dnn.engine()));
+      // div's 0 / 0 in the padding lanes (the kernel's blocked layouts block the channels).
+      if (!detail::keeps_zero<float, Op>()) detail::activation_zero_padding(out);
       ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
       return;
     }
@@ -441,7 +473,8 @@ template <class Op>
 struct elementwise_binary_opencl {
   using dtype = float;
   void operator()(execution_context& ctx) const {
-    const auto [x, y] = detail::elementwise_operands(ctx);
+    const bool keeps_zero = detail::keeps_zero<float, Op>();
+    const auto [x, y] = detail::elementwise_operands(ctx, keeps_zero);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type::float32, ctx.place(), g.layout);
     if (g.total > 0)
@@ -462,7 +495,8 @@ struct elementwise_binary_cuda {
   void operator()(execution_context& ctx) const {
     static_assert(max_rank <= cuda_launch::broadcast_max_rank);
     detail::cuda_call call(ctx);
-    const auto [x, y] = detail::elementwise_operands(ctx);
+    const bool keeps_zero = detail::keeps_zero<T, Op>();
+    const auto [x, y] = detail::elementwise_operands(ctx, keeps_zero);
     const broadcast_geometry g = broadcast_geometry::of(ctx, x, y);
     Tensor out(g.out, data_type_of<T>, ctx.place(), g.layout);
     cuda_launch::broadcast_shape shape{};
