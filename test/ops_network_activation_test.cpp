@@ -708,3 +708,37 @@ TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values,
       compare(ops::less_than{}, ops::less_than_comparison{}, false, [](float a, float b) { return a < b; });
     }
 }
+
+TEST_CASE("softmax, every kernel: against the naive one, and empty axes or rows",
+          "[ops][softmax][onednn][opencl]") {
+  struct softmax_case {
+    dims shape;
+    std::int32_t axis;
+  };
+  // [5, 0] along its last axis: no element to take the maximum of (the CPU kernel read one).
+  for (const softmax_case& c :
+       {softmax_case{{3, 7, 5}, 1}, softmax_case{{4, 6}, -1}, softmax_case{{5, 0}, -1},
+        softmax_case{{0, 3}, -1}, softmax_case{{2, 0, 3}, 1}, softmax_case{{2, 3, 0}, 1}}) {
+    INFO("X " << c.shape.to_string() << " axis " << c.axis);
+    const std::vector<float> x = random_values(c.shape.numel());
+    const std::int64_t a = c.axis < 0 ? c.axis + std::int64_t(c.shape.rank()) : c.axis;
+    const std::int64_t n = c.shape[std::size_t(a)],
+                       inner = ops::detail::product(c.shape, std::size_t(a) + 1, c.shape.rank());
+    std::vector<double> expected(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::int64_t at = std::int64_t(i), k = at / inner % n, base = at - k * inner;
+      double max = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j < n; ++j) max = std::max(max, double(x[std::size_t(base + j * inner)]));
+      for (std::int64_t j = 0; j < n; ++j) sum += std::exp(double(x[std::size_t(base + j * inner)]) - max);
+      expected[i] = std::exp(double(x[i]) - max) / sum;
+    }
+    for (const variant& v : variants()) {
+      INFO(v.name);
+      Scope scope;
+      scope.var("x").set(LoDTensor(tensor_of(c.shape, x)));
+      run_as(v, scope, "softmax", {{"X", {"x"}}}, {{"Out", {"y"}}}, {{"axis", c.axis}});
+      CHECK(tensor(scope, "y").dims() == c.shape);
+      check_values(values(tensor(scope, "y")), expected);
+    }
+  }
+}

@@ -57,7 +57,8 @@ struct softmax_cpu {
     Tensor out(x.dims(), data_type_of<T>, ctx.place(), x.layout());
     const T* in = x.data<T>();
     T* y = out.data<T>();
-    for (std::int64_t o = 0; o < g.outer; ++o)
+    // (An empty softmax axis has no maximum to read, and Out is as empty: nothing to compute.)
+    for (std::int64_t o = 0; g.n > 0 && o < g.outer; ++o)
       for (std::int64_t i = 0; i < g.inner; ++i) {
         const std::int64_t base = o * g.n * g.inner + i;
         T m = in[base];
