@@ -123,6 +123,13 @@ int main() {
     return run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "opencl example failed: %s\n", e.what());
+    // What was queued before the error runs to its end before the process does: PoCL, which
+    // compiles a kernel on its own thread when it first runs, crashed in an exit under way
+    // (docs/new-device.md).
+    try {
+      if (device_count(place::of<opencl>(0)) > 0) context_of<opencl>(0).wait();
+    } catch (const std::exception&) {
+    }
     return 1;
   }
 }
