@@ -492,6 +492,40 @@ TEMPLATE_TEST_CASE("slice with attribute bounds, negative and clamped, and with 
                {"starts", std::vector<std::int32_t>{0}},
                {"ends", std::vector<std::int32_t>{1, 1}}},
               "2 axes need as many starts and ends");
+  // Fluid's decrease_axis, as x[2] and x[1, 2] write it: the dims of extent 1 dropped, [1]
+  // where none is left.
+  run(scope, "slice", {{"Input", {"x"}}}, {{"Out", {"row"}}},
+      {{"axes", std::vector<std::int32_t>{0}},
+       {"starts", std::vector<std::int32_t>{2}},
+       {"ends", std::vector<std::int32_t>{3}},
+       {"decrease_axis", std::vector<std::int32_t>{0}}});
+  CHECK(dims_of(scope, "row") == std::vector<std::int64_t>{3});
+  CHECK(values<T>(scope, "row") == expect(2, 3, 0, 3));
+  run(scope, "slice", {{"Input", {"x"}}}, {{"Out", {"one"}}},
+      {{"axes", std::vector<std::int32_t>{0, 1}},
+       {"starts", std::vector<std::int32_t>{1, 2}},
+       {"ends", std::vector<std::int32_t>{2, 3}},
+       {"decrease_axis", std::vector<std::int32_t>{0, -1}}});
+  CHECK(dims_of(scope, "one") == std::vector<std::int64_t>{1});
+  CHECK(values<T>(scope, "one") == expect(1, 2, 2, 3));
+  run(scope, "slice", {{"Input", {"x"}}}, {{"Out", {"kept"}}},
+      {{"axes", std::vector<std::int32_t>{1}},
+       {"starts", std::vector<std::int32_t>{0}},
+       {"ends", std::vector<std::int32_t>{2}},
+       {"decrease_axis", std::vector<std::int32_t>{}}});
+  CHECK(dims_of(scope, "kept") == std::vector<std::int64_t>{4, 2});
+  run_refused(scope, "slice", {{"Input", {"x"}}}, {{"Out", {"bad"}}},
+              {{"axes", std::vector<std::int32_t>{0}},
+               {"starts", std::vector<std::int32_t>{0}},
+               {"ends", std::vector<std::int32_t>{2}},
+               {"decrease_axis", std::vector<std::int32_t>{0}}},
+              "decrease_axis drops axis 0, whose extent in the slice is 2, not 1");
+  run_refused(scope, "slice", {{"Input", {"x"}}}, {{"Out", {"bad"}}},
+              {{"axes", std::vector<std::int32_t>{0}},
+               {"starts", std::vector<std::int32_t>{0}},
+               {"ends", std::vector<std::int32_t>{1}},
+               {"decrease_axis", std::vector<std::int32_t>{0, 0}}},
+              "decrease_axis names axis 0 twice");
 }
 
 TEST_CASE("unsqueeze2 inserts dimensions of extent 1 at Out's axes", "[ops][control]") {

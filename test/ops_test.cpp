@@ -1309,6 +1309,41 @@ TEST_CASE("fill_constant: an integer value is exact, a value out of the data typ
   }
 }
 
+TEST_CASE("fill_constant: str_value, as Fluid writes it beside value, is the value read",
+          "[ops][fill_constant]") {
+  Scope scope;
+  auto fill = [&](const std::string& dtype, float value, const std::string& text) {
+    run_rt(
+        scope, "fill_constant", {}, {{"Out", {"out"}}},
+        {{"shape", std::vector<std::int64_t>{2}}, {"value", value}, {"str_value", text}, {"dtype", dtype}});
+    return scope.get("out").get<LoDTensor>();
+  };
+  // A float holds neither 123456789 nor 2^53 + 1; the text does.
+  CHECK(fill("int64", 123456789.f, "123456789").data<std::int64_t>()[1] == 123456789);
+  CHECK(fill("int64", 9007199254740993.f, "9007199254740993").data<std::int64_t>()[0] == 9007199254740993);
+  CHECK(fill("int32", -2147483648.f, "-2147483648").data<std::int32_t>()[0] ==
+        std::numeric_limits<std::int32_t>::min());
+  CHECK(fill("float64", 0.1f, "0.1").data<double>()[0] == 0.1);
+  CHECK(fill("float32", 0.1f, "0.1").data<float>()[1] == 0.1f);
+  CHECK(std::isinf(fill("float32", 0.f, "-inf").data<float>()[0]));
+  CHECK(std::isnan(fill("float64", 0.f, "nan").data<double>()[0]));
+  CHECK(fill("bool", 0.f, "1.0").data<bool>()[0]);
+  CHECK(fill("int64", 2.f, "").data<std::int64_t>()[0] == 2);  // empty: value is read
+  for (const auto& [dtype, text, why] :
+       std::vector<std::array<std::string, 3>>{{"int32", "2147483648", "is out of the range of"},
+                                               {"int64", "9223372036854775808", "is out of the range of"},
+                                               {"float32", "1e39", "is beyond the largest value of"},
+                                               {"float64", "1e999", "is out of the range of"},
+                                               {"int64", "12abc", "is not a number"},
+                                               {"float32", " 1", "is not a number"}}) {
+    INFO(dtype << " \"" << text << "\"");
+    CHECK_THROWS_WITH(
+        fill(dtype, 0.f, text),
+        Catch::Contains("operator 'fill_constant': attribute 'str_value' = \"" + text + "\" " + why) &&
+            Catch::Contains(std::string(why == "is not a number" ? "" : name_of(parse_data_type(dtype)))));
+  }
+}
+
 TEST_CASE("fill_constant and uniform_random: a missing or bad attribute names the operator",
           "[ops][fill_constant][uniform_random]") {
   Scope scope;

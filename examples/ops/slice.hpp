@@ -5,7 +5,9 @@
 // wherever they are; each replaces its attribute: bounds computed while a program runs, such as
 // a loop's counter). As in Fluid and ONNX, a negative bound counts from the dimension's end
 // and every bound is clamped to [0, extent]; an end at or before its start gives an empty
-// dimension. Out is a copy, in row-major order, without sequence offsets.
+// dimension. Attribute decrease_axis (ints, Fluid's for an index such as x[1]) drops those
+// dims from Out, each of extent 1 in the slice; Out is [1] where it drops them all. Out is a
+// copy, in row-major order, without sequence offsets.
 //
 // Kernels: CPU plain (float, double, int32, int64, bool); on another place the CPU's runs as a
 // fallback.
@@ -48,9 +50,10 @@ inline std::vector<std::int64_t> slice_bounds(const execution_context& ctx, std:
   return int_list(ctx, attribute_name, *a);
 }
 
-// Where each dimension of Out starts in Input, and Out's dims.
+// Where each dimension of the cut starts in Input, the cut's dims, and Out's dims (the cut's,
+// less those that decrease_axis drops).
 struct slice_geometry {
-  std::vector<std::int64_t> begin, out;
+  std::vector<std::int64_t> begin, out, shape;
 };
 inline slice_geometry slice_of(const execution_context& ctx, const dims& in) {
   const attribute* axes_attribute = ctx.attributes().find("axes");
@@ -82,6 +85,28 @@ inline slice_geometry slice_of(const execution_context& ctx, const dims& in) {
     g.begin[axis] = start;
     g.out[axis] = std::max<std::int64_t>(end - start, 0);
   }
+  // Fluid's decrease_axis (what an index such as x[1] writes): Out drops those dims, each of
+  // extent 1 in the cut, and is [1] where it drops them all.
+  g.shape = g.out;
+  if (const attribute* decrease = ctx.attributes().find("decrease_axis")) {
+    std::vector<bool> dropped(in.rank(), false);
+    bool any = false;
+    for (const std::int64_t a : int_list(ctx, "decrease_axis", *decrease)) {
+      require(a >= -rank && a < rank, ctx,
+              "decrease_axis names axis " + std::to_string(a) + ", outside [" + std::to_string(-rank) + ", " +
+                  std::to_string(rank - 1) + "] for Input " + in.to_string());
+      const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
+      require(!dropped[axis], ctx, "decrease_axis names axis " + std::to_string(axis) + " twice");
+      require(g.out[axis] == 1, ctx,
+              "decrease_axis drops axis " + std::to_string(axis) + ", whose extent in the slice is " +
+                  std::to_string(g.out[axis]) + ", not 1");
+      dropped[axis] = any = true;
+    }
+    g.shape.clear();
+    for (std::size_t i = 0; i < g.out.size(); ++i)
+      if (!dropped[i]) g.shape.push_back(g.out[i]);
+    if (any && g.shape.empty()) g.shape.push_back(1);
+  }
   return g;
 }
 }  // namespace detail
@@ -93,7 +118,7 @@ struct slice_cpu {
     const Tensor x = detail::row_major(detail::input(ctx, "Input"));
     const dims& in = x.dims();
     const detail::slice_geometry g = detail::slice_of(ctx, in);
-    Tensor out(dims(std::span<const std::int64_t>(g.out)), data_type_of<T>, ctx.place());
+    Tensor out(dims(std::span<const std::int64_t>(g.shape)), data_type_of<T>, ctx.place());
     const std::int64_t n = out.numel();
     const std::size_t rank = in.rank();
     std::vector<std::int64_t> strides(rank, 1), index(rank, 0);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <boost/hana/basic_tuple.hpp>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -118,6 +120,31 @@ inline double number_attr(const execution_context& ctx, std::string_view name, d
   fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not a number");
 }
 
+// `d`, the value of attribute `name` (`shown` in messages, else d itself), as a T, converted as
+// number_attr_as converts a float.
+template <class T>
+T number_as(const execution_context& ctx, std::string_view name, double d, const std::string& shown = "") {
+  static_assert(std::is_floating_point_v<T> || (std::is_signed_v<T> && !std::is_same_v<T, bool>),
+                "number_as makes float and signed integer types");
+  const auto refuse = [&](std::string_view why) {
+    fail(ctx, "attribute '" + std::string(name) + "' = " + (shown.empty() ? std::to_string(d) : shown) + " " +
+                  std::string(why) + " " + std::string(name_of(data_type_of<T>)));
+  };
+  if constexpr (std::is_integral_v<T>) {
+    // A whole part in [min, -min) is one of T's values: the values in (min - 1, -min), both
+    // ends exact in a double (min - 1 is min for int64, hence the first test).
+    constexpr double low = double(std::numeric_limits<T>::min());
+    if (!(d < -low && (d >= low || d > low - 1))) refuse("is out of the range of");
+  } else {
+    // A finite value that rounds to infinity: at or beyond the largest value plus half its
+    // unit in the last place (a tie rounds to the even infinity). None for double.
+    const double top = double(std::numeric_limits<T>::max()),
+                 half_ulp = (top - double(std::nextafter(std::numeric_limits<T>::max(), T(0)))) / 2;
+    if (std::isfinite(d) && std::fabs(d) >= top + half_ulp) refuse("is beyond the largest value of");
+  }
+  return T(d);
+}
+
 // A number attribute (as number_attr reads it) as a value of T, the data type of the kernel's
 // output, or `fallback` when absent, converted as Fluid's cast does: an integer T takes a
 // float's whole part, a float T a value's nearest. An integer attribute is read as it is (an
@@ -130,33 +157,44 @@ T number_attr_as(const execution_context& ctx, std::string_view name, T fallback
                 "number_attr_as reads float and signed integer types");
   const attribute* a = ctx.attributes().find(name);
   if (a == nullptr) return fallback;
-  const auto refuse = [&](const std::string& value, std::string_view why) {
-    fail(ctx, "attribute '" + std::string(name) + "' = " + value + " " + std::string(why) + " " +
-                  std::string(name_of(data_type_of<T>)));
-  };
   const auto integer = [&](auto v) {
     if constexpr (std::is_integral_v<T>) {
-      if (!std::in_range<T>(v)) refuse(std::to_string(v), "is out of the range of");
+      if (!std::in_range<T>(v))
+        fail(ctx, "attribute '" + std::string(name) + "' = " + std::to_string(v) +
+                      " is out of the range of " + std::string(name_of(data_type_of<T>)));
     }
     return T(v);
   };
   if (const auto* v = std::get_if<std::int32_t>(a)) return integer(*v);
   if (const auto* v = std::get_if<std::int64_t>(a)) return integer(*v);
-  const double d = number_attr(ctx, name, 0.0);
+  return number_as<T>(ctx, name, number_attr(ctx, name, 0.0));
+}
+
+// A number given as text in attribute `name` (Fluid's str_value: "123456789", "-0.5", "inf"),
+// as a T: an integer T read from the digits exactly, else the nearest double converted as
+// number_as converts it. Text that is not a number, or a value that T cannot hold, is an
+// error naming the attribute.
+template <class T>
+T number_text_as(const execution_context& ctx, std::string_view name, std::string_view text) {
+  const char* const first = text.data();
+  const char* const last = first + text.size();
   if constexpr (std::is_integral_v<T>) {
-    // A whole part in [min, -min) is one of T's values: the values in (min - 1, -min), both
-    // ends exact in a double (min - 1 is min for int64, hence the first test).
-    constexpr double low = double(std::numeric_limits<T>::min());
-    if (!(d < -low && (d >= low || d > low - 1))) refuse(std::to_string(d), "is out of the range of");
-  } else {
-    // A finite value that rounds to infinity: at or beyond the largest value plus half its
-    // unit in the last place (a tie rounds to the even infinity). None for double.
-    const double top = double(std::numeric_limits<T>::max()),
-                 half_ulp = (top - double(std::nextafter(std::numeric_limits<T>::max(), T(0)))) / 2;
-    if (std::isfinite(d) && std::fabs(d) >= top + half_ulp)
-      refuse(std::to_string(d), "is beyond the largest value of");
+    std::int64_t v = 0;
+    if (const auto [end, ec] = std::from_chars(first, last, v); ec == std::errc() && end == last) {
+      if (!std::in_range<T>(v))
+        fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) +
+                      "\" is out of the range of " + std::string(name_of(data_type_of<T>)));
+      return T(v);
+    }
   }
-  return T(d);
+  double d = 0;
+  const auto [end, ec] = std::from_chars(first, last, d);
+  if (text.empty() || ec == std::errc::invalid_argument || end != last)
+    fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) + "\" is not a number");
+  if (ec == std::errc::result_out_of_range)  // beyond a double's range (or below its smallest)
+    fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) +
+                  "\" is out of the range of " + std::string(name_of(data_type_of<T>)));
+  return number_as<T>(ctx, name, d, "\"" + std::string(text) + "\"");
 }
 
 // The input of a slot as a tensor that holds data; an error naming the slot otherwise.
