@@ -25,6 +25,7 @@
 #include "ops_test_support.hpp"
 
 using namespace fluidk;
+using fluidk_test::padding_is_zero;
 using fluidk_test::slot_names;
 
 namespace {
@@ -55,12 +56,14 @@ std::vector<float> random_values(std::int64_t n, float lo = -3, float hi = 3) {
   return v;
 }
 
-// The elements in logical row-major order, wherever the tensor lives and whatever its layout.
-std::vector<float> values(const Tensor& t) {
+// The elements, of T, in logical row-major order, wherever the tensor lives and whatever its
+// layout.
+template <class T = float>
+std::vector<T> values(const Tensor& t) {
   Tensor h = t.place().host_accessible() ? t : copy_to(t, cpu_place);
   if (h.layout().blocked() || h.layout() == data_layout::nhwc)
     h = transform(h, kernel_key{cpu_place, h.dtype(), data_layout::nchw, library_type::plain});
-  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+  return std::vector<T>(h.data<T>(), h.data<T>() + h.numel());
 }
 
 // Like check_close, and a NaN expected must be a NaN, an infinity the same infinity.
@@ -80,29 +83,23 @@ void check_values(const std::vector<float>& actual, const std::vector<double>& e
   SUCCEED();
 }
 
-// Whether a tensor in nChw8c or nChw16c holds zeros in the padding lanes of its last channel block.
-bool padding_is_zero(const Tensor& t) {
-  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
-  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
-  const float* v = t.data<float>();
-  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
-    for (std::int64_t p = 0; p < plane; ++p)
-      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
-        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != 0) return false;
-  return true;
-}
-
 // A kernel to check: where it runs, and whether the call asks for oneDNN.
 struct variant {
   std::string name;
   place where;
   bool use_onednn;
 };
-std::vector<variant> variants() {
+// The kernels on the CPU: plain, and oneDNN's where it is built.
+std::vector<variant> cpu_variants() {
   std::vector<variant> v{{"CPU plain", cpu_place, false}};
 #if FLUIDK_OPS_ONEDNN
   v.push_back({"CPU oneDNN", cpu_place, true});
 #endif
+  return v;
+}
+// Those and the devices' kernels.
+std::vector<variant> variants() {
+  std::vector<variant> v = cpu_variants();
 #if FLUIDK_OPS_OPENCL
   v.push_back({"OpenCL", place::of<opencl>(0), false});
 #endif
@@ -313,10 +310,7 @@ TEST_CASE("clip and sigmoid, every kernel, with NaN and infinities", "[ops][clip
 // The plain kernels get X in NCHW (fluidk re-lays it out for them); oneDNN keeps it blocked.
 TEST_CASE("clip and sigmoid on blocked X: oneDNN's Out stays blocked, padding lanes zero",
           "[ops][clip][sigmoid][onednn]") {
-  std::vector<variant> cpu{{"CPU plain", cpu_place, false}};
-#if FLUIDK_OPS_ONEDNN
-  cpu.push_back({"CPU oneDNN", cpu_place, true});
-#endif
+  const std::vector<variant> cpu = cpu_variants();
   for (const variant& v : cpu)
     for (const data_layout layout : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
       for (const dims& d : {dims{2, 3, 4, 5}, dims{1, 17, 3, 3}, dims{2, 16, 1, 2}}) {
@@ -619,38 +613,12 @@ TEST_CASE("dropout on blocked X: no reorder, Out in X's layout, padding lanes ze
       }
 }
 
-namespace {
-// Whether the padding lanes of the last channel block of an nChw8c or nChw16c tensor of T are
-// all zero (false for bool).
-template <class T>
-bool padding_lanes_zero(const Tensor& t) {
-  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
-  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
-  const T* v = t.data<T>();
-  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
-    for (std::int64_t p = 0; p < plane; ++p)
-      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
-        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != T(0)) return false;
-  return true;
-}
-
-// A tensor's elements as T in logical order.
-template <class T>
-std::vector<T> values_as(const Tensor& t) {
-  const Tensor plain = transform(t, kernel_key{cpu_place, t.dtype(), data_layout::nchw, library_type::plain});
-  return std::vector<T>(plain.data<T>(), plain.data<T>() + plain.numel());
-}
-}  // namespace
-
 TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values, padding lanes zero",
           "[ops][elementwise][compare][onednn]") {
   // A pass over blocked storage computes the operation on the padding lanes too: 0 / 0 is NaN
   // (an error for integers), 0 == 0 true. A oneDNN convolution reading such a tensor multiplies
   // the lanes by its zero-padded weights, and NaN times zero made every output NaN.
-  std::vector<variant> cpu{{"CPU plain", cpu_place, false}};
-#if FLUIDK_OPS_ONEDNN
-  cpu.push_back({"CPU oneDNN", cpu_place, true});
-#endif
+  const std::vector<variant> cpu = cpu_variants();
   for (const data_layout layout : {data_layout_of<layout::nChw8c>, data_layout_of<layout::nChw16c>})
     for (const dims& d : {dims{1, 3, 4, 4}, dims{2, 17, 3, 2}, dims{1, 16, 2, 2}}) {
       INFO(layout.name() << " " << d.to_string());
@@ -664,7 +632,7 @@ TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values,
         scope.var("y").set(LoDTensor(tensor_of(d, y, layout)));
         run_as(v, scope, "elementwise_div", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"q"}}});
         const Tensor& q = tensor(scope, "q");
-        if (q.layout().blocked()) CHECK(padding_lanes_zero<float>(q));
+        if (q.layout().blocked()) CHECK(padding_is_zero<float>(q));
         check_values(values(q), quotient);
       }
 
@@ -684,8 +652,8 @@ TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values,
       const Tensor qi = fluidk_test::run_kernel<ops::elementwise_div>(
           host, ops::elementwise_binary_cpu<std::int32_t, ops::div_operation>{}, int32_blocked, {&xt, &yt},
           {});
-      if (qi.layout().blocked()) CHECK(padding_lanes_zero<std::int32_t>(qi));
-      const std::vector<std::int32_t> got = values_as<std::int32_t>(qi);
+      if (qi.layout().blocked()) CHECK(padding_is_zero<std::int32_t>(qi));
+      const std::vector<std::int32_t> got = values<std::int32_t>(qi);
       for (std::size_t i = 0; i < got.size(); ++i)
         if (got[i] != std::int32_t(xi[i]) / std::int32_t(yi[i]))
           FAIL("int32 element " << i << ": " << got[i]);
@@ -697,8 +665,8 @@ TEST_CASE("elementwise_div and the comparisons on blocked X and Y: right values,
         for (const bool against_self : {true, false}) {
           const Tensor c = fluidk_test::run_kernel<Op>(host, ops::compare_cpu<float, Cmp>{}, float_blocked,
                                                        {&xf, against_self ? &xf : &yf}, {});
-          if (c.layout().blocked()) CHECK(padding_lanes_zero<bool>(c));
-          const std::vector<bool> cs = values_as<bool>(c);
+          if (c.layout().blocked()) CHECK(padding_is_zero<bool>(c));
+          const std::vector<bool> cs = values<bool>(c);
           for (std::size_t i = 0; i < x.size(); ++i)
             if (cs[i] != (against_self ? same : expected(x[i], y[i]))) FAIL("element " << i);
         }

@@ -25,6 +25,7 @@
 
 using namespace fluidk;
 using fluidk_test::check_close;
+using fluidk_test::padding_is_zero;
 using fluidk_test::slot_names;
 
 namespace {
@@ -212,19 +213,6 @@ std::vector<T> naive_concat(const std::vector<std::vector<T>>& xs, const std::ve
       out.insert(out.end(), xs[i].begin() + o * inner, xs[i].begin() + (o + 1) * inner);
     }
   return out;
-}
-
-// Whether a tensor in nChw8c or nChw16c holds zeros in the padding lanes of its last channel
-// block (what kernels that run over the storage rely on).
-bool padding_is_zero(const Tensor& t) {
-  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
-  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
-  const float* v = t.data<float>();
-  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
-    for (std::int64_t p = 0; p < plane; ++p)
-      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
-        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != 0) return false;
-  return true;
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 
 using namespace fluidk;
 using fluidk_test::check_close;
+using fluidk_test::padding_is_zero;
 using fluidk_test::slot_names;
 
 namespace {
@@ -69,19 +70,6 @@ std::vector<float> values(const Tensor& t) {
   return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
 }
 std::vector<float> values(const Variable& v) { return values(v.get<LoDTensor>()); }
-
-// Whether the lanes past the channels in the last block hold zeros, as oneDNN expects of its
-// inputs (a blocked output with garbage there poisons the next blocked primitive).
-bool padding_is_zero(const Tensor& t) {
-  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
-  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
-  const float* v = t.data<float>();
-  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
-    for (std::int64_t p = 0; p < plane; ++p)
-      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
-        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != 0) return false;
-  return true;
-}
 
 bool blocked(data_layout l) { return l.block_size() > 1; }
 

@@ -86,4 +86,19 @@ fluidk::Tensor run_kernel(fluidk::device_context& device, const Kernel& kernel, 
   return out;
 }
 
+// Whether a tensor of T in nChw8c or nChw16c holds zeros (false for bool) in the padding lanes
+// of its last channel block: what kernels that run over the storage, and oneDNN reading its
+// blocked inputs, rely on (a lane of garbage poisons the next blocked primitive).
+template <class T = float>
+bool padding_is_zero(const fluidk::Tensor& t) {
+  const std::int64_t block = t.layout().block_size(), c = t.dims()[1];
+  const std::int64_t blocks = (c + block - 1) / block, plane = t.dims()[2] * t.dims()[3];
+  const T* v = t.data<T>();
+  for (std::int64_t n = 0; n < t.dims()[0]; ++n)
+    for (std::int64_t p = 0; p < plane; ++p)
+      for (std::int64_t lane = c - (blocks - 1) * block; lane < block; ++lane)
+        if (v[((n * blocks + blocks - 1) * plane + p) * block + lane] != T(0)) return false;
+  return true;
+}
+
 }  // namespace fluidk_test
