@@ -90,7 +90,6 @@ inline slice_geometry slice_of(const execution_context& ctx, const dims& in) {
   g.shape = g.out;
   if (const attribute* decrease = ctx.attributes().find("decrease_axis")) {
     std::vector<bool> dropped(in.rank(), false);
-    bool any = false;
     for (const std::int64_t a : int_list(ctx, "decrease_axis", *decrease)) {
       require(a >= -rank && a < rank, ctx,
               "decrease_axis names axis " + std::to_string(a) + ", outside [" + std::to_string(-rank) + ", " +
@@ -100,12 +99,12 @@ inline slice_geometry slice_of(const execution_context& ctx, const dims& in) {
       require(g.out[axis] == 1, ctx,
               "decrease_axis drops axis " + std::to_string(axis) + ", whose extent in the slice is " +
                   std::to_string(g.out[axis]) + ", not 1");
-      dropped[axis] = any = true;
+      dropped[axis] = true;
     }
     g.shape.clear();
     for (std::size_t i = 0; i < g.out.size(); ++i)
       if (!dropped[i]) g.shape.push_back(g.out[i]);
-    if (any && g.shape.empty()) g.shape.push_back(1);
+    if (g.shape.empty() && !g.out.empty()) g.shape.push_back(1);  // every dim dropped
   }
   return g;
 }

@@ -120,6 +120,15 @@ inline double number_attr(const execution_context& ctx, std::string_view name, d
   fail(ctx, "attribute '" + std::string(name) + "' holds " + std::string(kind_name(*a)) + ", not a number");
 }
 
+// Refuses attribute `name`'s value (`shown`, as the message writes it) for data type T: `why`
+// it cannot be one ("is out of the range of", "is beyond the largest value of").
+template <class T>
+[[noreturn]] void refuse_number(const execution_context& ctx, std::string_view name, const std::string& shown,
+                                std::string_view why) {
+  fail(ctx, "attribute '" + std::string(name) + "' = " + shown + " " + std::string(why) + " " +
+                std::string(name_of(data_type_of<T>)));
+}
+
 // `d`, the value of attribute `name` (`shown` in messages, else d itself), as a T, converted as
 // number_attr_as converts a float.
 template <class T>
@@ -127,8 +136,7 @@ T number_as(const execution_context& ctx, std::string_view name, double d, const
   static_assert(std::is_floating_point_v<T> || (std::is_signed_v<T> && !std::is_same_v<T, bool>),
                 "number_as makes float and signed integer types");
   const auto refuse = [&](std::string_view why) {
-    fail(ctx, "attribute '" + std::string(name) + "' = " + (shown.empty() ? std::to_string(d) : shown) + " " +
-                  std::string(why) + " " + std::string(name_of(data_type_of<T>)));
+    refuse_number<T>(ctx, name, shown.empty() ? std::to_string(d) : shown, why);
   };
   if constexpr (std::is_integral_v<T>) {
     // A whole part in [min, -min) is one of T's values: the values in (min - 1, -min), both
@@ -159,9 +167,7 @@ T number_attr_as(const execution_context& ctx, std::string_view name, T fallback
   if (a == nullptr) return fallback;
   const auto integer = [&](auto v) {
     if constexpr (std::is_integral_v<T>) {
-      if (!std::in_range<T>(v))
-        fail(ctx, "attribute '" + std::string(name) + "' = " + std::to_string(v) +
-                      " is out of the range of " + std::string(name_of(data_type_of<T>)));
+      if (!std::in_range<T>(v)) refuse_number<T>(ctx, name, std::to_string(v), "is out of the range of");
     }
     return T(v);
   };
@@ -178,23 +184,21 @@ template <class T>
 T number_text_as(const execution_context& ctx, std::string_view name, std::string_view text) {
   const char* const first = text.data();
   const char* const last = first + text.size();
+  const std::string shown = "\"" + std::string(text) + "\"";
   if constexpr (std::is_integral_v<T>) {
     std::int64_t v = 0;
     if (const auto [end, ec] = std::from_chars(first, last, v); ec == std::errc() && end == last) {
-      if (!std::in_range<T>(v))
-        fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) +
-                      "\" is out of the range of " + std::string(name_of(data_type_of<T>)));
+      if (!std::in_range<T>(v)) refuse_number<T>(ctx, name, shown, "is out of the range of");
       return T(v);
     }
   }
   double d = 0;
   const auto [end, ec] = std::from_chars(first, last, d);
-  if (text.empty() || ec == std::errc::invalid_argument || end != last)
-    fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) + "\" is not a number");
+  if (ec == std::errc::invalid_argument || end != last)  // (the empty text too)
+    fail(ctx, "attribute '" + std::string(name) + "' = " + shown + " is not a number");
   if (ec == std::errc::result_out_of_range)  // beyond a double's range (or below its smallest)
-    fail(ctx, "attribute '" + std::string(name) + "' = \"" + std::string(text) +
-                  "\" is out of the range of " + std::string(name_of(data_type_of<T>)));
-  return number_as<T>(ctx, name, d, "\"" + std::string(text) + "\"");
+    refuse_number<T>(ctx, name, shown, "is out of the range of");
+  return number_as<T>(ctx, name, d, shown);
 }
 
 // The input of a slot as a tensor that holds data; an error naming the slot otherwise.

@@ -365,15 +365,16 @@ struct elementwise_binary_onednn {
                                       : Op::code == sub_operation::code ? dnnl::algorithm::binary_sub
                                                                         : dnnl::algorithm::binary_div;
     if (g.same) {
+      const bool keeps_zero = detail::keeps_zero<float, Op>();
       // (Padding lanes off the channels: the plain kernel, on row-major operands.)
-      if (!detail::keeps_zero<float, Op>() && detail::has_padding_lanes(x) && x.layout().block_axis() != 1)
+      if (!keeps_zero && detail::has_padding_lanes(x) && x.layout().block_axis() != 1)
         return elementwise_binary_cpu<float, Op>{}(ctx);
       Tensor out(g.out, data_type::float32, ctx.place(), x.layout());
       const memory::desc flat({g.total}, memory::data_type::f32, memory::format_tag::a);
       run(dnn, algorithm, detail::onednn_at(flat, x, dnn.engine()), detail::onednn_at(flat, y, dnn.engine()),
           detail::onednn_at(flat, out, dnn.engine()));
       // div's 0 / 0 in the padding lanes (the kernel's blocked layouts block the channels).
-      if (!detail::keeps_zero<float, Op>()) detail::activation_zero_padding(out);
+      if (!keeps_zero) detail::activation_zero_padding(out);
       ctx.set_output("Out", std::move(out), g.offsets(ctx, x.dims()));
       return;
     }
