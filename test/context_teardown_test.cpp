@@ -3,12 +3,16 @@
 // that they can release what they hold through it (as CUDA's contexts release their cuDNN and
 // cuBLAS handles). The device count is read before the first context is made, and the first call
 // of the program asks for a context; a context destroyed after its runtime ends the process with
-// code 1, and so does a context given to a destructor that runs after the pool was destroyed. Its own
+// code 1, and so does a context given to a destructor that runs after the pool was destroyed. Its
+// buffers go through a device_memory_cache in the context, as CUDA's and OpenCL's do: the context
+// gives its cached buffers back when it is destroyed, and a buffer freed after that goes straight
+// back to the device, not into the destroyed cache. Its own
 // executable: what it checks happens after main returns. Without Catch2, which would add static objects of
 // its own.
 #include <cstdio>
 #include <cstdlib>
 #include <fluidk/device.hpp>
+#include <fluidk/device_memory_cache.hpp>
 #include <fluidk/devices/cpu.hpp>
 #include <string_view>
 
@@ -22,6 +26,8 @@ struct runtime {
 };
 void start_runtime() { static const runtime started; }
 
+int raw_releases = 0;  // buffers given back to the device (std::free) rather than to the cache
+
 struct late_runtime_kind {
   using place_tag = late_runtime_kind;
   static constexpr fluidk::place_kind_id id = 6;
@@ -32,7 +38,7 @@ struct late_runtime_kind {
 
 class late_runtime_context final : public fluidk::device_context {
  public:
-  explicit late_runtime_context(int device) : device_(device) { start_runtime(); }
+  explicit late_runtime_context(int device) : device_(device), memory_(device, &release) { start_runtime(); }
   ~late_runtime_context() override {
     if (!runtime_alive) {
       std::fputs("FAIL: a context was destroyed after its device's runtime was torn down\n", stderr);
@@ -41,9 +47,15 @@ class late_runtime_context final : public fluidk::device_context {
   }
   fluidk::place place() const noexcept override { return fluidk::place::of<late_runtime_kind>(device_); }
   void wait() override {}
+  fluidk::device_memory_cache& memory_cache() noexcept { return memory_; }
+  static void release(int, void* handle) noexcept {
+    std::free(handle);
+    ++raw_releases;
+  }
 
  private:
   int device_;
+  fluidk::device_memory_cache memory_;
 };
 
 }  // namespace
@@ -52,6 +64,16 @@ template <>
 struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::cpu> {
   using context_type = late_runtime_context;
   static int device_count() noexcept { return 1; }
+  static void* allocate(int device, std::size_t bytes) {
+    return fluidk::context_of<late_runtime_kind>(device).memory_cache().allocate(
+        bytes, [](std::size_t n) { return std::malloc(n); });
+  }
+  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
+    if (late_runtime_context* context = fluidk::detail::context_pool<late_runtime_kind>::existing(device))
+      context->memory_cache().deallocate(handle, bytes);
+    else
+      late_runtime_context::release(device, handle);
+  }
 };
 
 namespace {
@@ -59,7 +81,18 @@ namespace {
 // device then (as one that flushes a tensor to the host would) gets device_unavailable, not a
 // context out of the destroyed pool.
 struct late_user {
+  void* buffer = nullptr;  // allocated in main, freed here
   ~late_user() {
+    if (raw_releases != 1) {
+      std::fputs("FAIL: the destroyed context did not give its cached buffer back to the device\n", stderr);
+      std::_Exit(1);
+    }
+    fluidk::device_traits<late_runtime_kind>::deallocate(0, buffer, 32);
+    if (raw_releases != 2) {
+      std::fputs("FAIL: a buffer freed after its context was destroyed did not go back to the device\n",
+                 stderr);
+      std::_Exit(1);
+    }
     try {
       (void)fluidk::context_of<late_runtime_kind>(0);
       std::fputs("FAIL: a context was given after the pool of contexts was destroyed\n", stderr);
@@ -76,6 +109,16 @@ int main() {
     std::puts("FAIL: context_of gave another place's context");
     return 1;
   }
+  using traits = fluidk::device_traits<late_runtime_kind>;
+  void* first = traits::allocate(0, 64);
+  traits::deallocate(0, first, 64);
+  void* again = traits::allocate(0, 64);
+  if (again != first || context.memory_cache().stats().reuses != 1) {
+    std::puts("FAIL: a freed buffer was not reused for the next allocation of its size");
+    return 1;
+  }
+  traits::deallocate(0, again, 64);  // cached until the context is destroyed
+  late_user_at_exit.buffer = traits::allocate(0, 32);
   std::puts("ok: the context is made; the check runs at exit");
   return 0;
 }

@@ -10,7 +10,105 @@ using test_places = boost::mp11::mp_list<fluidk::cpu, fluidk::opencl>;
 using test_places = boost::mp11::mp_list<fluidk::cpu>;
 #endif
 
+#include <cstddef>
+#include <fluidk/device_memory_cache.hpp>
+#include <set>
+
 #include "device_test_bodies.hpp"
+
+namespace {
+// The buffers of a pretend device: handles are distinct addresses, and what the cache gives
+// back to the device is recorded.
+struct pretend_device {
+  static inline std::multiset<void*> released;
+  static inline int next = 0;
+  static inline char bytes[64];
+  static void release(int, void* handle) noexcept { released.insert(handle); }
+  static void* make(std::size_t) { return &bytes[next++ % 64]; }
+};
+}  // namespace
+
+TEST_CASE(
+    "device_memory_cache: a freed buffer serves the next allocation of its size; the limit; out of memory",
+    "[devices][memory_cache]") {
+  using fluidk::device_memory_cache;
+  pretend_device::released.clear();
+  int made = 0;
+  const auto make = [&](std::size_t n) {
+    ++made;
+    return pretend_device::make(n);
+  };
+  device_memory_cache cache(0, &pretend_device::release, 100);
+
+  void* a = cache.allocate(40, make);
+  void* b = cache.allocate(40, make);
+  void* c = cache.allocate(24, make);
+  CHECK(made == 3);
+  cache.deallocate(a, 40);
+  cache.deallocate(b, 40);
+  CHECK(cache.stats() == device_memory_cache::statistics{3, 0, 0, 80, 2});
+  // The same size: the one freed last, and no new buffer; another size: a new one.
+  CHECK(cache.allocate(40, make) == b);
+  CHECK(cache.allocate(41, make) != a);
+  CHECK(made == 4);
+  CHECK(cache.stats() == device_memory_cache::statistics{4, 1, 0, 40, 1});
+  CHECK(pretend_device::released.empty());
+
+  // Beyond the limit (100 bytes held free), the buffers freed first go back to the device.
+  cache.deallocate(c, 24);  // 64 held: a, c
+  cache.deallocate(b, 40);  // 104 held: a goes
+  CHECK(pretend_device::released == std::multiset<void*>{a});
+  CHECK(cache.stats().cached_bytes == 64);
+  void* big = cache.allocate(101, make);
+  cache.deallocate(big, 101);  // more than the limit alone: straight back
+  CHECK(pretend_device::released.count(big) == 1);
+  CHECK(cache.stats().cached_buffers == 2);
+
+  // Out of memory: the cache is emptied and the device asked once more.
+  int refusals = 1;
+  const auto tight = [&](std::size_t n) -> void* {
+    return refusals-- > 0 ? nullptr : pretend_device::make(n);
+  };
+  void* d = cache.allocate(8, tight);
+  CHECK(d != nullptr);
+  CHECK(cache.stats() == device_memory_cache::statistics{6, 1, 4, 0, 0});
+  CHECK(pretend_device::released.count(b) == 1);
+  CHECK(pretend_device::released.count(c) == 1);
+  // Still out of memory, with nothing cached: nullptr, for the caller's error.
+  const auto none = [](std::size_t) -> void* { return nullptr; };
+  CHECK(cache.allocate(8, none) == nullptr);
+  CHECK(cache.stats().driver_allocations == 6);
+
+  // Limit 0: nothing is held.
+  cache.set_limit(0);
+  cache.deallocate(d, 8);
+  CHECK(pretend_device::released.count(d) == 1);
+  CHECK(cache.stats() == device_memory_cache::statistics{6, 1, 5, 0, 0});
+  cache.deallocate(nullptr, 8);
+  CHECK(cache.stats().driver_releases == 5);
+}
+
+TEST_CASE("device_memory_cache gives what it holds back to the device when emptied and when destroyed",
+          "[devices][memory_cache]") {
+  using fluidk::device_memory_cache;
+  pretend_device::released.clear();
+  const auto make = [](std::size_t n) { return pretend_device::make(n); };
+  void* kept = nullptr;
+  {
+    device_memory_cache cache(3, &pretend_device::release);
+    CHECK(cache.limit() == device_memory_cache::default_limit);
+    void* a = cache.allocate(16, make);
+    void* b = cache.allocate(16, make);
+    cache.deallocate(a, 16);
+    cache.deallocate(b, 16);
+    cache.empty();
+    CHECK(pretend_device::released == std::multiset<void*>{a, b});
+    CHECK(cache.stats().cached_bytes == 0);
+    kept = cache.allocate(16, make);
+    cache.deallocate(kept, 16);
+  }
+  CHECK(pretend_device::released.count(kept) == 1);
+}
 
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
 
@@ -182,6 +280,39 @@ TEST_CASE("OpenCL allocations check the device's limits and name the place", "[d
     CHECK(e.bytes() == 16);
     CHECK_THAT(e.what(), Catch::Contains("no OpenCL device"));
   }
+}
+
+TEST_CASE("OpenCL buffers go back to the device's cache and serve the next tensor of their size",
+          "[devices][opencl][memory_cache]") {
+  using namespace fluidk;
+  const place where = place::of<opencl>(0);
+  device_memory_cache& cache = context_of<opencl>(0).memory_cache();
+  const std::vector<float> first = iota_floats(1000), second = iota_floats(1000, 5000.0f);
+  void* handle = nullptr;
+  {
+    const Tensor t = copy_to(host_tensor(first), where);
+    handle = t.handle();
+    CHECK(host_values(t) == first);
+  }
+  const device_memory_cache::statistics before = cache.stats();
+  CHECK(before.cached_buffers >= 1);
+  {
+    // The buffer of that size freed last, written anew.
+    const Tensor t = copy_to(host_tensor(second), where);
+    CHECK(t.handle() == handle);
+    CHECK(host_values(t) == second);
+    const device_memory_cache::statistics now = cache.stats();
+    CHECK(now.reuses == before.reuses + 1);
+    CHECK(now.driver_allocations == before.driver_allocations);
+  }
+  // Emptied: clReleaseMemObject for each, and the next tensor of the size is a new buffer.
+  cache.empty();
+  CHECK(cache.stats().cached_buffers == 0);
+  CHECK(cache.stats().driver_releases >= before.driver_releases + 1);
+  const std::uint64_t made = cache.stats().driver_allocations;
+  const Tensor t = copy_to(host_tensor(first), where);
+  CHECK(cache.stats().driver_allocations == made + 1);
+  CHECK(host_values(t) == first);
 }
 
 TEST_CASE("failed OpenCL copies name both places and the OpenCL error", "[devices][opencl]") {

@@ -207,6 +207,44 @@ TEST_CASE("a device without a kernel for the call: the CPU kernel runs, counted 
 #endif
 }
 
+TEST_CASE(
+    "a program run again on the device asks the driver for no buffer: its freed activations serve the next "
+    "runs",
+    "[ops][device][memory_cache]") {
+  Scope scope;
+  scope.var("x").set(LoDTensor(random_tensor<float>({32, 48})));
+  scope.var("y").set(LoDTensor(random_tensor<float>({32, 48})));
+  // a and b die before out is made (eager deletion): later activations can take their buffers.
+  const std::vector<op_invocation> ops{
+      {"relu", {{"X", {"x"}}}, {{"Out", {"a"}}}, {}},
+      {"elementwise_add", {{"X", {"a"}}, {"Y", {"y"}}}, {{"Out", {"b"}}}, {}},
+      {"relu", {{"X", {"b"}}}, {{"Out", {"c"}}}, {}},
+      {"elementwise_add", {{"X", {"c"}}, {"Y", {"x"}}}, {{"Out", {"out"}}}, {}}};
+  std::vector<std::vector<float>> results;
+  for (const place& where : {cpu_place, device}) {
+    Executor executor(where);
+    Executor::prepared p = executor.prepare(ops, scope, {.eager_deletion = true, .keep = {"out"}});
+    executor.run(p);
+    results.push_back(values<float>(scope.get("out")));
+    if (where == cpu_place) continue;
+    CHECK(scope.get("out").get<LoDTensor>().place() == device);
+    CHECK(scope.get("a").get<LoDTensor>().handle() == nullptr);  // released after its last use
+    // The second run makes one buffer more: the first run's out, kept, is alive while the
+    // second's is made. From the third run on, the driver makes none.
+    device_memory_cache& cache = context_of<device_place_kind>(0).memory_cache();
+    executor.run(p);
+    const device_memory_cache::statistics before = cache.stats();
+    for (int run = 0; run < 3; ++run) {
+      executor.run(p);
+      CHECK(values<float>(scope.get("out")) == results.back());
+    }
+    const device_memory_cache::statistics after = cache.stats();
+    CHECK(after.driver_allocations == before.driver_allocations);
+    CHECK(after.reuses >= before.reuses + 3 * 4);  // a, b, c and out in each run
+  }
+  CHECK(results[0] == results[1]);  // relu and elementwise_add: one rounding each, exact
+}
+
 #if !(defined(FLUIDK_OPS_TEST_CUDA) && FLUIDK_OPS_TEST_CUDA)
 TEST_CASE(
     "OpenCL kernels are made once per thread and kept; two threads launching at once get the CPU's results",

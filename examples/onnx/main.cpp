@@ -75,6 +75,7 @@ constexpr const char* usage_text =
                            share outside kernels and transforms), peak_rss_kb and start_rss_kb
   --plan                   prints the plan of the first run: kernel per operator, inputs moved and
                            their cost, transforms, reorders and bytes moved (of one more run, and of
+                           the first), device buffers made by the drivers (of the third run, and of
                            the first), peak activation bytes and fallbacks
   --no-eager-deletion      keeps every variable after its last use (by default each activation's
                            storage is released after its last use; the graph outputs are kept)
@@ -390,6 +391,23 @@ void wait_all(const std::vector<place>& places) {
   for (const place& p : places) context_of(p).wait();
 }
 
+// The buffers that the drivers of the run's devices have made so far: their memory caches'
+// count (fluidk/device_memory_cache.hpp). The CPU has no such cache.
+std::uint64_t driver_buffers_made(const std::vector<place>& places) {
+  std::uint64_t made = 0;
+  for ([[maybe_unused]] const place& p : places) {
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+    if (p.kind_id() == opencl::id)
+      made += context_of<opencl>(p.device()).memory_cache().stats().driver_allocations;
+#endif
+#if defined(FLUIDK_HAS_CUDA) && FLUIDK_HAS_CUDA
+    if (p.kind_id() == cuda::id)
+      made += context_of<cuda>(p.device()).memory_cache().stats().driver_allocations;
+#endif
+  }
+  return made;
+}
+
 int run(const arguments& args) {
   ops::register_all();
 #if FLUIDK_ONNX_OPENMP
@@ -456,7 +474,8 @@ int run(const arguments& args) {
   Executor executor(where);
   std::vector<op_trace> trace;
   executor_stats first{};
-  executor_stats later{};  // of the second run (--plan)
+  executor_stats later{};                              // of the second run (--plan)
+  std::uint64_t buffers_first = 0, buffers_later = 0;  // made by the devices' drivers (--plan)
   std::vector<double> times_ms;
   executor_stats timed{};
   executor_stats timing{};  // of the run timed inside the executor (--repeat)
@@ -466,10 +485,12 @@ int run(const arguments& args) {
     for (const onnx_import::graph_value& output : model.outputs) eager.keep.push_back(output.name);
     Executor::prepared prepared = executor.prepare(model.program.block(0), scope, eager);
     if (args.plan || !args.dot.empty()) executor.trace_into(&trace);
+    const std::uint64_t buffers_before = driver_buffers_made(places);
     executor.run(prepared);
     wait_all(places);
     executor.trace_into(nullptr);
     first = executor.stats();
+    buffers_first = driver_buffers_made(places) - buffers_before;
     // Each run as a new request: the inputs count as written (their moves are made again),
     // the weights' moved copies are the transfer cache's.
     auto once = [&] {
@@ -478,10 +499,15 @@ int run(const arguments& args) {
       wait_all(places);
     };
     if (args.plan) {
-      // The plan's transforms of a later run: the first made the weights' copies too.
+      // The plan's transforms of a later run: the first made the weights' copies too. The
+      // buffers of the third: the second makes one more for each graph output, as the first
+      // run's outputs are alive while it makes its own.
       executor.reset_stats();
       once();
       later = executor.stats();
+      const std::uint64_t buffers_before = driver_buffers_made(places);
+      once();
+      buffers_later = driver_buffers_made(places) - buffers_before;
     }
     if (args.repeat > 0) {
       for (int i = 0; i < 2; ++i) once();
@@ -533,6 +559,7 @@ int run(const arguments& args) {
     figure("device copies per run", later.transforms - later.reorders, first.transforms - first.reorders);
     figure("bytes_moved", later.bytes_copied, first.bytes_copied);
     figure("bytes_transformed", later.bytes_transformed, first.bytes_transformed);
+    figure("device buffers made per run", buffers_later, buffers_first);
     std::printf("peak_activation_bytes %llu%s\n",
                 static_cast<unsigned long long>(first.peak_activation_bytes),
                 args.eager_deletion ? "" : " (no eager deletion)");

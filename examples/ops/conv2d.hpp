@@ -785,7 +785,9 @@ struct conv2d_cudnn {
                     "cuDNN pads both sides of an axis alike: these paddings (as SAME gives for this shape, "
                     "or four given) differ, which the CPU kernels take");
     const std::shared_ptr<const plan> d = cached(ctx, call, g);
-    // The workspace is the call's own (two threads may run the same plan at once).
+    // The workspace is the call's own (two threads may run the same plan at once). Freed when
+    // this returns, without waiting: it goes back to the device's cache, and whoever takes it
+    // next queues its work on the same stream, after this convolution (device_memory_cache).
     Tensor workspace({std::int64_t(d->workspace_bytes)}, data_type::uint8, ctx.place());
     cudnnHandle_t handle = call.cuda.cudnn();
     const auto lock = call.cuda.lock_cudnn();
@@ -796,8 +798,6 @@ struct conv2d_cudnn {
             d->conv, d->algo, d->workspace_bytes > 0 ? detail::device_data<std::uint8_t>(workspace) : nullptr,
             d->workspace_bytes, &beta, d->y, detail::device_data<T>(out)),
         ctx, "cudnnConvolutionForward");
-    // The workspace is freed when this returns: wait for the convolution that uses it.
-    call.cuda.wait();
   }
 };
 namespace detail {

@@ -125,6 +125,13 @@ class context_pool {
     return self.make(device);
   }
 
+  // The context of `device` if it has been made and not yet destroyed (at exit), else nullptr;
+  // never makes one. For the deallocations of a device's buffers, which may come after.
+  static context_type* existing(int device) noexcept {
+    return device >= 0 && device < max_devices ? fast()[std::size_t(device)].load(std::memory_order_acquire)
+                                               : nullptr;
+  }
+
  private:
   // The pool is made with the first context asked for, inside its constructor: a device kind's
   // runtime that starts with its first context, or with the count of its devices, is then

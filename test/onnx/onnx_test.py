@@ -293,6 +293,14 @@ def check_plan(label, family, stdout):
         elif not 0 < int(copies.group(1)) < int(copies.group(2)):
             fail(f"{label}: plan: a later run made {copies.group(1)} device copies, the first "
                  f"{copies.group(2)}: expected the inputs' copies again and the weights' kept")
+        # The buffers freed in a run serve the next (the devices' memory caches): the first
+        # run's drivers made them, a later run's none.
+        buffers = re.search(r"^device buffers made per run (\d+) \(first run (\d+)\)", stdout, re.M)
+        if not buffers:
+            fail(f"{label}: plan: no 'device buffers made per run N (first run M)' line")
+        elif int(buffers.group(1)) != 0 or int(buffers.group(2)) == 0:
+            fail(f"{label}: plan: the drivers made {buffers.group(1)} device buffers in a later run, "
+                 f"{buffers.group(2)} in the first: expected the first run's buffers to serve the later")
     if family == "mixed":
         # The Gemm's input comes from OpenCL (the pool before it ran there).
         for op, _, _, _, moved in rows:

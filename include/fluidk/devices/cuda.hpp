@@ -1,9 +1,9 @@
 // The CUDA backend: place kind `cuda` (printed gpu, as Fluid did), its device context (a
 // non-blocking stream per device, cuDNN and cuBLAS handles bound to it), the cudaMalloc
-// allocator and the copies host <-> device and device <-> device, all added through the
-// public extension points of fluidk/device.hpp. Needs FLUIDK_HAS_CUDA, which Meson's
-// fluidk_cuda_dep defines. Host code only (no Boost.Hana): it compiles with g++/clang++ and
-// in .cu files with nvcc alike.
+// allocator with its cache of freed buffers (device_memory_cache) and the copies host <-> device and device
+// <-> device, all added through the public extension points of fluidk/device.hpp. Needs FLUIDK_HAS_CUDA,
+// which Meson's fluidk_cuda_dep defines. Host code only (no Boost.Hana): it compiles with g++/clang++ and in
+// .cu files with nvcc alike.
 #pragma once
 
 #if !defined(FLUIDK_HAS_CUDA) || !FLUIDK_HAS_CUDA
@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "fluidk/device.hpp"
+#include "fluidk/device_memory_cache.hpp"
 #include "fluidk/devices/cpu.hpp"
 #include "fluidk/devices/cudnn_tags.hpp"
 #include "fluidk/error.hpp"
@@ -124,7 +125,7 @@ inline std::string cuda_unavailable_reason() {
 // stream() are ordered after the data arrives and before it is copied out.
 class cuda_context final : public device_context {
  public:
-  explicit cuda_context(int device) : device_(device) {
+  explicit cuda_context(int device) : device_(device), memory_(device, &release_buffer) {
     const detail::cuda_device_guard guard(device);
     guard.check(device);
     detail::cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
@@ -139,6 +140,7 @@ class cuda_context final : public device_context {
   ~cuda_context() override {
     const detail::cuda_device_guard guard(device_);
     if (guard.status() == cudaSuccess) {
+      memory_.empty();
       if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
       if (cudnn_ != nullptr) static_cast<void>(cudnnDestroy(cudnn_));
     }
@@ -149,6 +151,17 @@ class cuda_context final : public device_context {
   fluidk::place place() const noexcept override { return fluidk::place::of<cuda>(device_); }
   int device() const noexcept { return device_; }
   cudaStream_t stream() const noexcept { return stream_; }
+
+  // The buffers freed on this device, kept for reuse on stream(): its statistics, limit and
+  // empty(). A buffer used by work on another stream must be waited for before it is freed.
+  device_memory_cache& memory_cache() noexcept { return memory_; }
+
+  // cudaFree waits for the device's queued work before it releases.
+  static void release_buffer(int device, void* handle) noexcept {
+    const detail::cuda_device_guard guard(device);
+    static_cast<void>(cudaFree(handle));
+    static_cast<void>(cudaGetLastError());
+  }
 
   // Blocks until all work queued on stream() has finished; throws fluidk::error with the
   // CUDA error (including one from an earlier asynchronous kernel) on failure.
@@ -212,6 +225,7 @@ class cuda_context final : public device_context {
   std::mutex cudnn_use_;
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  device_memory_cache memory_;
 };
 
 template <>
@@ -233,22 +247,37 @@ struct device_traits<cuda> {
     if (guard.status() != cudaSuccess)
       throw allocation_error(where, bytes,
                              "cannot make the device current: " + detail::cuda_error_text(guard.status()));
-    void* memory = nullptr;
-    if (const cudaError_t status = cudaMalloc(&memory, bytes); status != cudaSuccess) {
-      static_cast<void>(cudaGetLastError());
-      throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
+    // A buffer freed earlier, else a new one; out of memory, the cache is emptied (its
+    // cudaFree waits for the device) and cudaMalloc asked again.
+    cuda_context* context = nullptr;
+    try {
+      context = &context_of<cuda>(device);
+    } catch (const error& e) {
+      throw allocation_error(where, bytes, "cannot set up the device: " + std::string(detail::unprefixed(e)));
     }
+    cudaError_t status = cudaSuccess;
+    void* memory = context->memory_cache().allocate(bytes, [&](std::size_t n) -> void* {
+      void* made = nullptr;
+      status = cudaMalloc(&made, n);
+      if (status == cudaSuccess) return made;
+      static_cast<void>(cudaGetLastError());
+      if (status == cudaErrorMemoryAllocation) return nullptr;
+      throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
+    });
+    if (memory == nullptr)
+      throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
     return memory;
   }
 
-  // cudaFree waits for the device's queued work before releasing (it synchronises the
-  // device), so a buffer freed while a kernel or copy on a stream still uses it stays valid
-  // until that work is done.
-  static void deallocate(int device, void* handle, std::size_t) noexcept {
+  // Back to the device's cache, without waiting: the buffer's next owner queues its work on
+  // the same stream, after the work queued on it so far. Once the context is gone (a tensor
+  // destroyed at exit), to cudaFree, which waits for the device's queued work.
+  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
     if (handle == nullptr) return;
-    const detail::cuda_device_guard guard(device);
-    static_cast<void>(cudaFree(handle));
-    static_cast<void>(cudaGetLastError());
+    if (cuda_context* context = detail::context_pool<cuda>::existing(device))
+      context->memory_cache().deallocate(handle, bytes);
+    else
+      cuda_context::release_buffer(device, handle);
   }
 };
 

@@ -3,7 +3,8 @@
 //
 // Device ids count the devices of every OpenCL platform, in platform order. Each device has
 // one context (a cl_context and an in-order cl_command_queue); buffers are cl_mem objects of
-// that context, passed around as the `void*` handle of a memory_ref. Copies are blocking.
+// that context, passed around as the `void*` handle of a memory_ref; a freed buffer goes back
+// to the context's device_memory_cache, for the next allocation of its size. Copies are blocking.
 #pragma once
 
 #if !defined(FLUIDK_HAS_OPENCL) || !FLUIDK_HAS_OPENCL
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "fluidk/device.hpp"
+#include "fluidk/device_memory_cache.hpp"
 #include "fluidk/devices/cpu.hpp"
 #include "fluidk/place.hpp"
 
@@ -183,7 +185,7 @@ class opencl_context final : public device_context {
  public:
   // `device` counts the devices of all platforms in platform order. Throws
   // device_unavailable when there is no such device or OpenCL cannot set it up.
-  explicit opencl_context(int device) : device_index_(device) {
+  explicit opencl_context(int device) : device_index_(device), memory_(device, &release_buffer) {
     const auto& devices = detail::opencl_devices();
     if (device < 0 || std::size_t(device) >= devices.size())
       throw device_unavailable("no device " + place().to_string() + ": " + std::to_string(devices.size()) +
@@ -211,7 +213,9 @@ class opencl_context final : public device_context {
   opencl_context(const opencl_context&) = delete;
   opencl_context& operator=(const opencl_context&) = delete;
 
+  // The cached buffers go first: they belong to the context.
   ~opencl_context() override {
+    memory_.empty();
     clReleaseCommandQueue(queue_);
     clReleaseContext(context_);
   }
@@ -231,6 +235,10 @@ class opencl_context final : public device_context {
   std::string device_name() const { return detail::opencl_device_string(device_, CL_DEVICE_NAME); }
   // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest buffer this device accepts (0 if unknown).
   std::size_t max_alloc_bytes() const noexcept { return max_alloc_bytes_; }
+  // The buffers freed on this device, kept for reuse: its statistics, limit and empty().
+  device_memory_cache& memory_cache() noexcept { return memory_; }
+
+  static void release_buffer(int, void* handle) noexcept { clReleaseMemObject(static_cast<cl_mem>(handle)); }
 
  private:
   [[noreturn]] void fail(const char* call, cl_int status) const {
@@ -245,6 +253,7 @@ class opencl_context final : public device_context {
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   std::size_t max_alloc_bytes_ = 0;
+  device_memory_cache memory_;
 };
 
 template <>
@@ -275,15 +284,29 @@ struct device_traits<opencl> {
       throw allocation_error(where, bytes,
                              "more than CL_DEVICE_MAX_MEM_ALLOC_SIZE (" + std::to_string(limit) +
                                  " bytes) of " + context->device_name());
+    // A buffer freed earlier, else a new one; out of memory, the cache is emptied and
+    // clCreateBuffer asked again.
     cl_int status = CL_SUCCESS;
-    cl_mem buffer = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, bytes, nullptr, &status);
-    if (status != CL_SUCCESS || buffer == nullptr)
+    void* buffer = context->memory_cache().allocate(bytes, [&](std::size_t n) -> void* {
+      cl_mem made = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, n, nullptr, &status);
+      if (status == CL_SUCCESS && made != nullptr) return made;
+      if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
+          status == CL_OUT_OF_HOST_MEMORY)
+        return nullptr;
       throw allocation_error(where, bytes, "clCreateBuffer failed: " + opencl_error_name(status));
-    return static_cast<void*>(buffer);
+    });
+    if (buffer == nullptr)
+      throw allocation_error(where, bytes, "clCreateBuffer failed: " + opencl_error_name(status));
+    return buffer;
   }
 
-  static void deallocate(int, void* handle, std::size_t) noexcept {
-    if (handle != nullptr) clReleaseMemObject(static_cast<cl_mem>(handle));
+  // Back to the device's cache; to OpenCL once the context is gone (a tensor destroyed at exit).
+  static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
+    if (handle == nullptr) return;
+    if (opencl_context* context = detail::context_pool<opencl>::existing(device))
+      context->memory_cache().deallocate(handle, bytes);
+    else
+      opencl_context::release_buffer(device, handle);
   }
 };
 
