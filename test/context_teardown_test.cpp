@@ -66,7 +66,7 @@ struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::
   static int device_count() noexcept { return 1; }
   static void* allocate(int device, std::size_t bytes) {
     return fluidk::context_of<late_runtime_kind>(device).memory_cache().allocate(
-        bytes, [](std::size_t n) { return std::malloc(n); });
+        bytes, [](std::size_t n) { return std::malloc(n); }, [] {});
   }
   static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
     if (late_runtime_context* context = fluidk::detail::context_pool<late_runtime_kind>::existing(device))

@@ -39,17 +39,19 @@ TEST_CASE(
     return pretend_device::make(n);
   };
   device_memory_cache cache(0, &pretend_device::release, 100);
+  int waits = 0;
+  const auto no_wait = [&] { ++waits; };
 
-  void* a = cache.allocate(40, make);
-  void* b = cache.allocate(40, make);
-  void* c = cache.allocate(24, make);
+  void* a = cache.allocate(40, make, no_wait);
+  void* b = cache.allocate(40, make, no_wait);
+  void* c = cache.allocate(24, make, no_wait);
   CHECK(made == 3);
   cache.deallocate(a, 40);
   cache.deallocate(b, 40);
   CHECK(cache.stats() == device_memory_cache::statistics{3, 0, 0, 80, 2});
   // The same size: the one freed last, and no new buffer; another size: a new one.
-  CHECK(cache.allocate(40, make) == b);
-  CHECK(cache.allocate(41, make) != a);
+  CHECK(cache.allocate(40, make, no_wait) == b);
+  cache.allocate(41, make, no_wait);
   CHECK(made == 4);
   CHECK(cache.stats() == device_memory_cache::statistics{4, 1, 0, 40, 1});
   CHECK(pretend_device::released.empty());
@@ -59,7 +61,7 @@ TEST_CASE(
   cache.deallocate(b, 40);  // 104 held: a goes
   CHECK(pretend_device::released == std::multiset<void*>{a});
   CHECK(cache.stats().cached_bytes == 64);
-  void* big = cache.allocate(101, make);
+  void* big = cache.allocate(101, make, no_wait);
   cache.deallocate(big, 101);  // more than the limit alone: straight back
   CHECK(pretend_device::released.count(big) == 1);
   CHECK(cache.stats().cached_buffers == 2);
@@ -69,14 +71,16 @@ TEST_CASE(
   const auto tight = [&](std::size_t n) -> void* {
     return refusals-- > 0 ? nullptr : pretend_device::make(n);
   };
-  void* d = cache.allocate(8, tight);
+  void* d = cache.allocate(8, tight, no_wait);
   CHECK(d != nullptr);
+  CHECK(waits == 1);  // between the emptying and the second try
   CHECK(cache.stats() == device_memory_cache::statistics{6, 1, 4, 0, 0});
   CHECK(pretend_device::released.count(b) == 1);
   CHECK(pretend_device::released.count(c) == 1);
   // Still out of memory, with nothing cached: nullptr, for the caller's error.
   const auto none = [](std::size_t) -> void* { return nullptr; };
-  CHECK(cache.allocate(8, none) == nullptr);
+  CHECK(cache.allocate(8, none, no_wait) == nullptr);
+  CHECK(waits == 1);  // nothing cached: no second try
   CHECK(cache.stats().driver_allocations == 6);
 
   // Limit 0: nothing is held.
@@ -97,17 +101,49 @@ TEST_CASE("device_memory_cache gives what it holds back to the device when empti
   {
     device_memory_cache cache(3, &pretend_device::release);
     CHECK(cache.limit() == device_memory_cache::default_limit);
-    void* a = cache.allocate(16, make);
-    void* b = cache.allocate(16, make);
+    const auto no_wait = [] {};
+    void* a = cache.allocate(16, make, no_wait);
+    void* b = cache.allocate(16, make, no_wait);
     cache.deallocate(a, 16);
     cache.deallocate(b, 16);
     cache.empty();
     CHECK(pretend_device::released == std::multiset<void*>{a, b});
     CHECK(cache.stats().cached_bytes == 0);
-    kept = cache.allocate(16, make);
+    kept = cache.allocate(16, make, no_wait);
     cache.deallocate(kept, 16);
   }
   CHECK(pretend_device::released.count(kept) == 1);
+
+  // abandon() forgets what it holds, giving nothing back (a device runtime gone at exit).
+  pretend_device::released.clear();
+  device_memory_cache cache(0, &pretend_device::release);
+  cache.deallocate(cache.allocate(16, make, [] {}), 16);
+  cache.abandon();
+  CHECK(cache.stats().cached_buffers == 0);
+  cache.empty();
+  CHECK(pretend_device::released.empty());
+}
+
+TEST_CASE("device_memory_cache: a buffer taken again leaves the order of the others freed",
+          "[devices][memory_cache]") {
+  using fluidk::device_memory_cache;
+  pretend_device::released.clear();
+  const auto make = [](std::size_t n) { return pretend_device::make(n); };
+  const auto no_wait = [] {};
+  device_memory_cache cache(0, &pretend_device::release, 45);
+  void* x = cache.allocate(10, make, no_wait);
+  void* y = cache.allocate(10, make, no_wait);
+  void* z = cache.allocate(30, make, no_wait);
+  void* w = cache.allocate(30, make, no_wait);
+  cache.deallocate(x, 10);
+  cache.deallocate(y, 10);
+  cache.deallocate(z, 30);  // 50 held: x goes
+  CHECK(pretend_device::released == std::multiset<void*>{x});
+  CHECK(cache.allocate(10, make, no_wait) == y);  // taken: out of the order too
+  cache.deallocate(w, 30);                        // 60 held: z goes, then 30
+  CHECK(pretend_device::released == std::multiset<void*>{x, z});
+  CHECK(cache.stats() == device_memory_cache::statistics{4, 1, 2, 30, 1});
+  CHECK(cache.allocate(30, make, no_wait) == w);
 }
 
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL

@@ -65,7 +65,8 @@ TEST_CASE("large host blocks are kept when freed and reused by the next of their
     first = a.handle();
     a.data<float>()[0] = 1;
   }
-  CHECK(cache::instance().cached_bytes() >= cache::size_class(std::size_t(shape.numel()) * sizeof(float)));
+  CHECK(cache::instance().stats().cached_bytes >=
+        cache::size_class(std::size_t(shape.numel()) * sizeof(float)));
   // The same size again, and a size of the same class: the kept block.
   {
     Tensor b(shape, data_type::float32);
@@ -75,9 +76,9 @@ TEST_CASE("large host blocks are kept when freed and reused by the next of their
     Tensor c(dims{1, 96, 112, 111}, data_type::float32);
     CHECK(c.handle() == first);
   }
-  // release() gives every kept block back.
-  cache::instance().release();
-  CHECK(cache::instance().cached_bytes() == 0);
+  // empty() gives every kept block back.
+  cache::instance().empty();
+  CHECK(cache::instance().stats().cached_bytes == 0);
 }
 
 TEST_CASE("typed access checks the data type and that there is data", "[tensor][errors]") {

@@ -788,6 +788,8 @@ struct conv2d_cudnn {
     // The workspace is the call's own (two threads may run the same plan at once). Freed when
     // this returns, without waiting: it goes back to the device's cache, and whoever takes it
     // next queues its work on the same stream, after this convolution (device_memory_cache).
+    // (An error of the convolution's own, found as it runs, is then reported by the next
+    // operation that waits for the stream.)
     Tensor workspace({std::int64_t(d->workspace_bytes)}, data_type::uint8, ctx.place());
     cudnnHandle_t handle = call.cuda.cudnn();
     const auto lock = call.cuda.lock_cudnn();

@@ -2,13 +2,16 @@
 // cudaMalloc, and cudaFree, which waits for the whole device; clCreateBuffer. A program that
 // runs again then asks the driver for nothing (what Paddle's auto-growth allocator and
 // PyTorch's caching allocator do for CUDA). The CUDA and OpenCL backends keep one in each
-// device context; a backend of a new device can keep one the same way (docs/new-device.md).
+// device context, and the CPU's allocator one for its large blocks (devices/cpu.hpp); a backend
+// of a new device can keep one the same way (docs/new-device.md).
 //
 // Reuse is safe in the order of the device's one queue: fluidk queues all work on a device's
-// memory on its context's queue (CUDA's stream, OpenCL's in-order queue), so the work of a
-// buffer's next owner is queued after the work of the last one, and a buffer goes back to the
-// cache as soon as its tensor is freed, without waiting. A program that queues work of its own
-// on other queues (another CUDA stream) must wait for it before the tensor it uses is freed.
+// memory on its context's queue (CUDA's stream, OpenCL's in-order queue), or makes that queue
+// wait for work queued elsewhere (a CUDA copy between devices, queued on the destination's
+// stream, which the source's stream then waits for), so the work of a buffer's next owner is
+// queued after the work of the last one, and a buffer goes back to the cache as soon as its
+// tensor is freed, without waiting. A program that queues work of its own on other queues
+// (another CUDA stream) must wait for it before the tensor it uses is freed.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <new>
 
 namespace fluidk {
 
@@ -33,8 +37,8 @@ class device_memory_cache {
     friend bool operator==(const statistics&, const statistics&) = default;
   };
 
-  // At most this many bytes are held free by default; the oldest freed go to the driver
-  // beyond it (set_limit).
+  // At most this many bytes are held free by default, or a quarter of the device's memory where
+  // that is less (the backends set it); the oldest freed go to the driver beyond it (set_limit).
   static constexpr std::size_t default_limit = std::size_t(1) << 30;
 
   device_memory_cache(int device, release_function release, std::size_t limit = default_limit) noexcept
@@ -45,10 +49,12 @@ class device_memory_cache {
 
   // A buffer of exactly `bytes`: the one of that size freed last, else a new one from
   // `allocate(bytes)`. When `allocate` returns nullptr (the device has no memory left for it),
-  // every cached buffer goes back to the driver and `allocate` is asked once more; its nullptr
-  // then comes back to the caller. `allocate` throws on other failures.
-  template <class Allocate>
-  void* allocate(std::size_t bytes, Allocate&& allocate) {
+  // every cached buffer goes back to the driver, `before_retry()` runs (a wait for the device,
+  // where the driver releases a buffer only once the work queued on it is done) and `allocate`
+  // is asked once more; its nullptr then comes back to the caller. `allocate` throws on other
+  // failures.
+  template <class Allocate, class BeforeRetry>
+  void* allocate(std::size_t bytes, Allocate&& allocate, BeforeRetry&& before_retry) {
     {
       const std::lock_guard lock(mutex_);
       const auto last = free_.upper_bound(bytes);
@@ -56,6 +62,7 @@ class device_memory_cache {
         // Equal keys keep their order of insertion: the one before upper_bound was freed last.
         const auto it = std::prev(last);
         void* handle = it->second.handle;
+        by_age_.erase(it->second.order);
         free_.erase(it);
         stats_.cached_bytes -= bytes;
         --stats_.cached_buffers;
@@ -66,6 +73,7 @@ class device_memory_cache {
     void* handle = allocate(bytes);
     if (handle == nullptr && stats().cached_buffers != 0) {
       empty();
+      before_retry();
       handle = allocate(bytes);
     }
     if (handle != nullptr) {
@@ -75,7 +83,8 @@ class device_memory_cache {
     return handle;
   }
 
-  // Takes back a buffer of `bytes` that allocate() gave, for the next allocation of its size.
+  // Takes back a buffer of `bytes` that allocate() gave, for the next allocation of its size
+  // (to the driver when it is larger than the limit, or when there is no memory to note it).
   void deallocate(void* handle, std::size_t bytes) noexcept {
     if (handle == nullptr) return;
     const std::lock_guard lock(mutex_);
@@ -83,7 +92,19 @@ class device_memory_cache {
       release_locked(handle);
       return;
     }
-    free_.emplace(bytes, cached{handle, next_++});
+    try {
+      const auto it = free_.emplace(bytes, cached{handle, next_});
+      try {
+        by_age_.emplace(next_, it);
+      } catch (const std::bad_alloc&) {
+        free_.erase(it);
+        throw;
+      }
+    } catch (const std::bad_alloc&) {
+      release_locked(handle);
+      return;
+    }
+    ++next_;
     stats_.cached_bytes += bytes;
     ++stats_.cached_buffers;
     trim_locked();
@@ -93,9 +114,14 @@ class device_memory_cache {
   void empty() noexcept {
     const std::lock_guard lock(mutex_);
     for (const auto& [bytes, entry] : free_) release_locked(entry.handle);
-    free_.clear();
-    stats_.cached_bytes = 0;
-    stats_.cached_buffers = 0;
+    clear_locked();
+  }
+
+  // Forgets every cached buffer without giving it back: for a process whose device runtime is
+  // already torn down at exit, which reclaims them itself.
+  void abandon() noexcept {
+    const std::lock_guard lock(mutex_);
+    clear_locked();
   }
 
   // At most `bytes` held free from now on (0: none, every freed buffer goes to the driver).
@@ -124,16 +150,20 @@ class device_memory_cache {
     release_(device_, handle);
     ++stats_.driver_releases;
   }
-  // Beyond the limit, the buffers freed first go to the driver (a scan: the cache holds the
-  // buffers of one program's activations, and goes beyond its limit rarely).
+  void clear_locked() noexcept {
+    free_.clear();
+    by_age_.clear();
+    stats_.cached_bytes = 0;
+    stats_.cached_buffers = 0;
+  }
+  // Beyond the limit, the buffers freed first go to the driver.
   void trim_locked() noexcept {
     while (stats_.cached_bytes > limit_) {
-      auto oldest = free_.begin();
-      for (auto it = free_.begin(); it != free_.end(); ++it)
-        if (it->second.order < oldest->second.order) oldest = it;
+      const auto oldest = by_age_.begin()->second;
       release_locked(oldest->second.handle);
       stats_.cached_bytes -= oldest->first;
       --stats_.cached_buffers;
+      by_age_.erase(by_age_.begin());
       free_.erase(oldest);
     }
   }
@@ -143,7 +173,8 @@ class device_memory_cache {
   mutable std::mutex mutex_;
   std::size_t limit_;
   std::uint64_t next_ = 0;
-  std::multimap<std::size_t, cached> free_;  // by size
+  std::multimap<std::size_t, cached> free_;                                       // by size
+  std::map<std::uint64_t, std::multimap<std::size_t, cached>::iterator> by_age_;  // by order freed
   statistics stats_;
 };
 

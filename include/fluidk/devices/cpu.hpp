@@ -5,12 +5,10 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <new>
-#include <unordered_map>
-#include <vector>
 
 #include "fluidk/device.hpp"
+#include "fluidk/device_memory_cache.hpp"
 #include "fluidk/place.hpp"
 
 namespace fluidk {
@@ -33,18 +31,21 @@ namespace detail {
 // model 2), MobileNetV2 at batch 8 through oneDNN, one thread: a 1x1 convolution writing 38 MiB
 // took 59 ms a run in fresh pages and 1.5 ms in reused ones; the whole run 102 -> 70 ms.
 // Blocks of 1 MiB and more are rounded up to a size class (an eighth of a power of two: at
-// most 12.5 % more) and kept per class, at most `max_bytes` in all (a block that would exceed
-// it is freed); smaller ones go to the C library, whose own bins serve them. Not under
-// AddressSanitizer, whose poisoning of freed memory would be hidden by the reuse.
-class host_block_cache {
- public:
+// most 12.5 % more) and kept per class in a device_memory_cache, at most its limit in all (1
+// GiB; the blocks freed first go beyond it); smaller ones go to the C library, whose own bins
+// serve them. Not under AddressSanitizer, whose poisoning of freed memory would be hidden by
+// the reuse.
+struct host_block_cache {
   static constexpr std::size_t min_bytes = std::size_t(1) << 20;
-  static constexpr std::size_t max_bytes = std::size_t(1) << 30;
+
+  static void release(int, void* block) noexcept {
+    ::operator delete(block, std::align_val_t(cpu_alignment));
+  }
 
   // Never destroyed: tensors of static objects are freed during the process's exit, after any
   // static cache would be gone (what it keeps then is the system's to take back).
-  static host_block_cache& instance() {
-    static host_block_cache* const cache = new host_block_cache;
+  static device_memory_cache& instance() {
+    static device_memory_cache* const cache = new device_memory_cache(0, &release);
     return *cache;
   }
 
@@ -56,42 +57,6 @@ class host_block_cache {
     const std::size_t step = power / 8;
     return (bytes + step - 1) / step * step;
   }
-
-  void* take(std::size_t size) {
-    const std::lock_guard lock(mutex_);
-    auto it = free_.find(size);
-    if (it == free_.end() || it->second.empty()) return nullptr;
-    void* block = it->second.back();
-    it->second.pop_back();
-    cached_ -= size;
-    return block;
-  }
-  // False when the block is not kept (the cache would grow past max_bytes): the caller frees it.
-  bool keep(void* block, std::size_t size) {
-    const std::lock_guard lock(mutex_);
-    if (cached_ + size > max_bytes) return false;
-    free_[size].push_back(block);
-    cached_ += size;
-    return true;
-  }
-  std::size_t cached_bytes() const {
-    const std::lock_guard lock(mutex_);
-    return cached_;
-  }
-  // Frees every kept block.
-  void release() {
-    const std::lock_guard lock(mutex_);
-    for (auto& [size, blocks] : free_)
-      for (void* block : blocks) ::operator delete(block, std::align_val_t(cpu_alignment));
-    free_.clear();
-    cached_ = 0;
-  }
-
- private:
-  host_block_cache() = default;
-  mutable std::mutex mutex_;
-  std::unordered_map<std::size_t, std::vector<void*>> free_;
-  std::size_t cached_ = 0;
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -115,28 +80,25 @@ struct device_traits<cpu> {
     if (bytes == 0) return nullptr;
     if (bytes > std::size_t(std::numeric_limits<std::ptrdiff_t>::max()))
       throw allocation_error(cpu_place, bytes, "more than the address space can hold");
-    const std::size_t size = detail::reuse_host_blocks ? detail::host_block_cache::size_class(bytes) : bytes;
-    if (detail::reuse_host_blocks && size >= detail::host_block_cache::min_bytes)
-      if (void* block = detail::host_block_cache::instance().take(size)) return block;
-    void* memory = ::operator new(size, std::align_val_t(cpu_alignment), std::nothrow);
-    if (memory == nullptr && detail::reuse_host_blocks && size >= detail::host_block_cache::min_bytes) {
-      // Out of memory with blocks kept: give them back, and try once more.
-      detail::host_block_cache::instance().release();
-      memory = ::operator new(size, std::align_val_t(cpu_alignment), std::nothrow);
-    }
+    using blocks = detail::host_block_cache;
+    const std::size_t size = detail::reuse_host_blocks ? blocks::size_class(bytes) : bytes;
+    const auto make = [](std::size_t n) {
+      return ::operator new(n, std::align_val_t(cpu_alignment), std::nothrow);
+    };
+    // Out of memory with blocks kept: they go back, and the C library is asked once more.
+    void* memory = detail::reuse_host_blocks && size >= blocks::min_bytes
+                       ? blocks::instance().allocate(size, make, [] {})
+                       : make(size);
     if (memory == nullptr) throw allocation_error(cpu_place, bytes, "out of host memory");
     return memory;
   }
   static void deallocate(int, void* handle, std::size_t bytes) noexcept {
     if (handle == nullptr) return;
-    if (detail::reuse_host_blocks && bytes >= detail::host_block_cache::min_bytes) {
-      try {
-        if (detail::host_block_cache::instance().keep(handle, detail::host_block_cache::size_class(bytes)))
-          return;
-      } catch (...) {  // no room to note it: freed
-      }
-    }
-    ::operator delete(handle, std::align_val_t(cpu_alignment));
+    using blocks = detail::host_block_cache;
+    if (detail::reuse_host_blocks && bytes >= blocks::min_bytes)
+      blocks::instance().deallocate(handle, blocks::size_class(bytes));
+    else
+      blocks::release(0, handle);
   }
 };
 

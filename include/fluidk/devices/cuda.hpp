@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <mutex>
@@ -130,15 +131,21 @@ class cuda_context final : public device_context {
     guard.check(device);
     detail::cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                        "cannot create a stream on " + place().to_string());
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess && total != 0)
+      memory_.set_limit(std::min(device_memory_cache::default_limit, total / 4));
+    static_cast<void>(cudaGetLastError());
   }
   cuda_context(const cuda_context&) = delete;
   cuda_context& operator=(const cuda_context&) = delete;
 
-  // Releases the handles and the stream. When the process is exiting and the CUDA runtime
-  // has already been torn down (cudaErrorCudartUnloading), the library handles are left to
-  // the driver, which reclaims everything: destroying them then can crash inside cuDNN.
+  // Releases the cached buffers, the handles and the stream. When the process is exiting and
+  // the CUDA runtime has already been torn down (cudaErrorCudartUnloading), the buffers and
+  // library handles are left to the driver, which reclaims everything: destroying them then
+  // can crash inside cuDNN.
   ~cuda_context() override {
     const detail::cuda_device_guard guard(device_);
+    if (guard.status() != cudaSuccess) memory_.abandon();
     if (guard.status() == cudaSuccess) {
       memory_.empty();
       if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
@@ -247,23 +254,26 @@ struct device_traits<cuda> {
     if (guard.status() != cudaSuccess)
       throw allocation_error(where, bytes,
                              "cannot make the device current: " + detail::cuda_error_text(guard.status()));
-    // A buffer freed earlier, else a new one; out of memory, the cache is emptied (its
-    // cudaFree waits for the device) and cudaMalloc asked again.
-    cuda_context* context = nullptr;
-    try {
-      context = &context_of<cuda>(device);
-    } catch (const error& e) {
-      throw allocation_error(where, bytes, "cannot set up the device: " + std::string(detail::unprefixed(e)));
-    }
     cudaError_t status = cudaSuccess;
-    void* memory = context->memory_cache().allocate(bytes, [&](std::size_t n) -> void* {
+    const auto make = [&](std::size_t n) -> void* {
       void* made = nullptr;
       status = cudaMalloc(&made, n);
       if (status == cudaSuccess) return made;
       static_cast<void>(cudaGetLastError());
       if (status == cudaErrorMemoryAllocation) return nullptr;
       throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
-    });
+    };
+    // A buffer freed earlier, else a new one; out of memory, the cache is emptied (its
+    // cudaFree waits for the device) and cudaMalloc asked again. Without the device's context
+    // (destroyed at exit, when a static object allocates): cudaMalloc, and cudaFree later.
+    cuda_context* context = nullptr;
+    try {
+      context = &context_of<cuda>(device);
+    } catch (const device_unavailable&) {
+    } catch (const error& e) {
+      throw allocation_error(where, bytes, "cannot set up the device: " + std::string(detail::unprefixed(e)));
+    }
+    void* memory = context != nullptr ? context->memory_cache().allocate(bytes, make, [] {}) : make(bytes);
     if (memory == nullptr)
       throw allocation_error(where, bytes, "cudaMalloc: " + detail::cuda_error_text(status));
     return memory;
@@ -349,8 +359,9 @@ struct copy_traits<cuda, cpu> {
 // Device -> device. On one device: a copy queued on its stream. Across devices: the
 // destination's stream first waits for the work queued on the source's stream, then runs
 // cudaMemcpyPeerAsync (staged through the host when peer access is off); the source's stream
-// in turn waits for the copy, so later writes to the source (and cudaFree, which synchronises
-// the source device) come after the copy has read it. Either way the copy is ordered before
+// in turn waits for the copy, so later work on the source's buffer (its next owner's, once it
+// is freed to the device's memory cache) comes after the copy has read it; where that wait
+// cannot be set up, the copy is waited for before the error is thrown. Either way the copy is ordered before
 // later work on the destination's stream, and the call does not block the host.
 template <>
 struct copy_traits<cuda, cuda> {
@@ -404,10 +415,12 @@ struct copy_traits<cuda, cuda> {
       }
       // An event may be destroyed while work still waits on it: it is released once done.
       static_cast<void>(cudaEventDestroy(source_ready));
+      bool queued = false;
       if (status == cudaSuccess) {
         step = "cudaMemcpyPeerAsync";
         status = cudaMemcpyPeerAsync(detail::cuda_address(dst), to, detail::cuda_address(src), from, bytes,
                                      target.stream());
+        queued = status == cudaSuccess;
       }
       if (status == cudaSuccess) {
         step = "cudaEventCreate";
@@ -418,12 +431,22 @@ struct copy_traits<cuda, cuda> {
         status = cudaEventRecord(copy_done, target.stream());
         if (status != cudaSuccess) static_cast<void>(cudaEventDestroy(copy_done));
       }
+      // The source's stream will not wait for a copy queued: the copy is waited for here, as
+      // the source's buffer may go to its next owner once the error has freed it.
+      if (status != cudaSuccess && queued) static_cast<void>(cudaStreamSynchronize(target.stream()));
       detail::cuda_copy_check(status, step, dst, src);
     }
-    const detail::cuda_device_guard guard(from);
-    cudaError_t status = guard.status();
-    if (status == cudaSuccess) status = cudaStreamWaitEvent(source.stream(), copy_done, 0);
-    static_cast<void>(cudaEventDestroy(copy_done));
+    cudaError_t status = cudaSuccess;
+    {
+      const detail::cuda_device_guard guard(from);
+      status = guard.status();
+      if (status == cudaSuccess) status = cudaStreamWaitEvent(source.stream(), copy_done, 0);
+      static_cast<void>(cudaEventDestroy(copy_done));
+    }
+    if (status != cudaSuccess) {
+      const detail::cuda_device_guard guard(to);
+      static_cast<void>(cudaStreamSynchronize(target.stream()));
+    }
     detail::cuda_copy_check(status, "cudaStreamWaitEvent", dst, src);
   }
 };

@@ -19,6 +19,7 @@
 
 #include <CL/cl.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -208,6 +209,8 @@ class opencl_context final : public device_context {
       fail("clCreateCommandQueue", status);
     }
     max_alloc_bytes_ = detail::opencl_device_value<cl_ulong>(device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 0);
+    const std::size_t global = detail::opencl_device_value<cl_ulong>(device_, CL_DEVICE_GLOBAL_MEM_SIZE, 0);
+    if (global != 0) memory_.set_limit(std::min(device_memory_cache::default_limit, global / 4));
   }
 
   opencl_context(const opencl_context&) = delete;
@@ -284,17 +287,22 @@ struct device_traits<opencl> {
       throw allocation_error(where, bytes,
                              "more than CL_DEVICE_MAX_MEM_ALLOC_SIZE (" + std::to_string(limit) +
                                  " bytes) of " + context->device_name());
-    // A buffer freed earlier, else a new one; out of memory, the cache is emptied and
-    // clCreateBuffer asked again.
+    // A buffer freed earlier, else a new one; out of memory, the cache is emptied, the queue
+    // finished (OpenCL releases a buffer once the commands that use it are done) and
+    // clCreateBuffer asked again. (Where the driver backs buffers lazily, as PoCL does, a
+    // device out of memory fails the commands instead: memory_cache().empty() is the way out.)
     cl_int status = CL_SUCCESS;
-    void* buffer = context->memory_cache().allocate(bytes, [&](std::size_t n) -> void* {
-      cl_mem made = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, n, nullptr, &status);
-      if (status == CL_SUCCESS && made != nullptr) return made;
-      if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
-          status == CL_OUT_OF_HOST_MEMORY)
-        return nullptr;
-      throw allocation_error(where, bytes, "clCreateBuffer failed: " + opencl_error_name(status));
-    });
+    void* buffer = context->memory_cache().allocate(
+        bytes,
+        [&](std::size_t n) -> void* {
+          cl_mem made = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, n, nullptr, &status);
+          if (status == CL_SUCCESS && made != nullptr) return made;
+          if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
+              status == CL_OUT_OF_HOST_MEMORY)
+            return nullptr;
+          throw allocation_error(where, bytes, "clCreateBuffer failed: " + opencl_error_name(status));
+        },
+        [&] { static_cast<void>(clFinish(context->queue())); });
     if (buffer == nullptr)
       throw allocation_error(where, bytes, "clCreateBuffer failed: " + opencl_error_name(status));
     return buffer;
