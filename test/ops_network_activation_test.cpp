@@ -4,7 +4,8 @@
 // CUDA device exists (none where the tests are built).
 //
 // Tolerance: 1e-5 relative (floor 1e-5 absolute): the kernels differ from the references in
-// the last roundings only (batch_norm's CPU kernels fold the statistics into one multiply-add).
+// the last roundings only (batch_norm's CPU kernels take 1 / sqrt(variance + epsilon) * scale
+// per channel, in double).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
@@ -198,6 +199,23 @@ TEST_CASE("batch_norm, every kernel, ranks 2 to 6 and odd channel counts",
       CHECK(tensor(scope, "y").dims() == d);
       check_values(values(tensor(scope, "y")), naive_batch_norm(x, d, s, double(1e-3f)));
     }
+}
+
+TEST_CASE("batch_norm in ONNX's order: a mean large against the spread, and a variance and epsilon of 0",
+          "[ops][batch_norm][onednn][opencl]") {
+  // Folded into x * a + (bias - mean * a), the CPU kernels cancelled: 5e-4 off here, and NaN
+  // where (x - mean) / 0 is an infinity.
+  const dims d{1, 2, 4};
+  const std::vector<float> x{10000.5f, 10000.25f, 9999.75f, 10001.f, 0.3f, -0.2f, 0.f, 1.f};
+  const statistics s{{1.f, 2.f}, {0.1f, -1.f}, {10000.f, 0.f}, {1e-4f, 0.f}};
+  for (const variant& v : variants()) {
+    INFO(v.name);
+    Scope scope;
+    scope.var("x").set(LoDTensor(tensor_of(d, x)));
+    set_statistics(scope, d, s);
+    run_as(v, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}}, batch_norm_attrs(0.f));
+    check_values(values(tensor(scope, "y")), naive_batch_norm(x, d, s, 0.0));
+  }
 }
 
 #if FLUIDK_OPS_ONEDNN

@@ -43,9 +43,9 @@ inline Tensor batch_norm_rows(const execution_context& ctx, const Tensor& x, con
   float* out = y.data<float>();
   for (std::int64_t o = 0; o < call.outer; ++o)
     for (std::int64_t c = 0; c < call.channels; ++c) {
-      const float a = f.a[std::size_t(c)], b = f.b[std::size_t(c)];
+      const float a = f.a[std::size_t(c)], mean = f.mean[std::size_t(c)], bias = f.bias[std::size_t(c)];
       const std::int64_t base = (o * call.channels + c) * call.inner;
-      for (std::int64_t s = 0; s < call.inner; ++s) out[base + s] = in[base + s] * a + b;
+      for (std::int64_t s = 0; s < call.inner; ++s) out[base + s] = (in[base + s] - mean) * a + bias;
     }
   return y;
 }
