@@ -14,6 +14,7 @@
 #include <fluidk/runtime_dispatch.hpp>
 #include <fluidk/scope.hpp>
 #include <fluidk/transforms/cpu.hpp>
+#include <limits>
 #include <ops/ops.hpp>
 #include <optional>
 #include <random>
@@ -376,6 +377,27 @@ TEST_CASE("gemm (ONNX Gemm), every kernel against a naive alpha A B + beta C, C 
   for (const gemm_case& c : gemm_cases) check_gemm<double>({"CPU plain, double", cpu_at, false}, c);
   for (const variant& v : float_variants())
     for (const gemm_case& c : gemm_cases) check_gemm<float>(v, c);
+}
+
+TEST_CASE("gemm with beta 0 leaves C out, its infinities and NaN too (as BLAS and ONNX Runtime do)",
+          "[ops][gemm][onednn][opencl]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const variant& v : float_variants())
+    for (const dims& c_dims : {dims{4}, dims{3, 4}}) {
+      INFO(v.name << ", C " << c_dims.to_string());
+      Scope scope;
+      scope.var("a").set(LoDTensor(random_tensor<float>({3, 5})));
+      scope.var("b").set(LoDTensor(random_tensor<float>({5, 4})));
+      Tensor c(c_dims, data_type::float32);
+      for (std::int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = i % 2 == 0 ? inf : nan;
+      scope.var("c").set(LoDTensor(c));
+      run_as(v, scope, "gemm", {{"A", {"a"}}, {"B", {"b"}}, {"C", {"c"}}}, {{"Out", {"out"}}},
+             {{"alpha", 0.5f}, {"beta", 0.f}});
+      const std::vector<long double> expected =
+          naive_gemm<float>(values<float>(scope.get("a")), {3, 5}, values<float>(scope.get("b")), {5, 4},
+                            nullptr, {}, false, false, 0.5f, 0.f);
+      check_close(values<float>(scope.get("out").get<LoDTensor>()), expected, product_tolerance<float>());
+    }
 }
 
 #if FLUIDK_OPS_ONEDNN

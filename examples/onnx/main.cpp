@@ -329,14 +329,16 @@ bool compare(std::size_t k, const std::string& name, const Tensor& actual, const
     return false;
   }
   // numpy.isclose's rule, |a - e| <= atol + rtol |e|; equal values (infinities) and NaN
-  // against NaN match. The relative error is over elements whose expected value is not 0.
+  // against NaN match, and an infinity matches only itself (rtol |e| of an infinite e would
+  // let any finite value pass). The relative error is over elements whose expected value is
+  // not 0.
   double max_abs = 0, max_rel = 0;
   bool close = true;
   for (std::int64_t i = 0; i < actual.numel(); ++i) {
     const double a = element(actual, i), e = element(expected, i);
     if (a == e || (std::isnan(a) && std::isnan(e))) continue;
     const double diff = std::abs(a - e);
-    if (!(diff <= atol + rtol * std::abs(e))) close = false;
+    if (std::isinf(a) || std::isinf(e) || !(diff <= atol + rtol * std::abs(e))) close = false;
     max_abs = std::isnan(diff) || std::isnan(max_abs) ? std::numeric_limits<double>::quiet_NaN()
                                                       : std::max(max_abs, diff);
     if (e != 0)

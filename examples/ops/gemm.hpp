@@ -74,6 +74,9 @@ struct gemm_geometry {
     }
     g.alpha = detail::number_attr(ctx, "alpha", 1.0);
     g.beta = detail::number_attr(ctx, "beta", 1.0);
+    // beta 0 leaves C out, as BLAS and ONNX Runtime do: 0 x an infinity or NaN of C is NaN. (C's
+    // shape is still checked.)
+    if (g.beta == 0) g.has_c = false;
     g.activation = detail::fused_activation::of(ctx, false);
     return g;
   }

@@ -618,6 +618,24 @@ def refusals(args):
                 fail(f"{label}: {status_text(result.returncode)}: {result.stderr.strip()[-1500:]}")
             elif check_outputs(label, result, out, expected, 1):
                 print(f"{label}: as numpy")
+
+        # --expect: an expected infinity matches only itself (rtol |inf| let any value pass).
+        label = "--expect with an expected -inf and a finite output"
+        y2 = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+        model = save_model("identity_inf", tiny_model([helper.make_node("Identity", ["x"], ["y"], name="same")],
+                                                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                                      [y2], []))
+        expected = os.path.join(scratch, "inf_expected")
+        os.makedirs(expected, exist_ok=True)
+        save_bytes(os.path.join("inf_expected", "output_0.pb"),
+                   numpy_helper.from_array(np.array([1, -np.inf], np.float32), name="y").SerializeToString())
+        result = run([args.run_onnx, model, "--input",
+                      save_tensor("finite_x", np.array([1, -3.4e38], np.float32), "x"), "--expect", expected],
+                     timeout=120)
+        if result.returncode == 0 or not re.search(r"^output 0 .*MISMATCH", result.stdout, re.M):
+            fail(f"{label}: {status_text(result.returncode)}, expected a mismatch: {result.stdout.strip()[-500:]}")
+        else:
+            print(f"{label}: a mismatch")
     return report("refusals")
 
 
