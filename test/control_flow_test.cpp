@@ -5,6 +5,7 @@
 // OpenCL with a CPU-only operator and a condition on the device against the same program on
 // the CPU, the transfer cache serving a weight across steps, eager deletion, and the text form
 // of the new attribute kinds.
+#include <boost/mp11/list.hpp>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <fluidk/devices/opencl.hpp>
@@ -221,7 +222,43 @@ struct cf_write {
   }
 };
 
+// Out: [1, 50, 50, 100] of 1 in NHWC (a million bytes), X's place.
+template <class T>
+struct make_nhwc_cpu {
+  using dtype = T;
+  void operator()(execution_context& ctx) const {
+    Tensor out({1, 50, 50, 100}, data_type::float32, ctx.place(), data_layout::nhwc);
+    for (std::int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = 1;
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_make_nhwc {
+  static constexpr std::string_view name = "cf_make_nhwc";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(make_nhwc_cpu<float>{}));
+};
+// Out = [X's first element], of NCHW data only (an NHWC X is reordered for it: a copy).
+template <class T>
+struct first_nchw_cpu {
+  using dtype = T;
+  using layouts = boost::mp11::mp_list<layout::nchw>;
+  void operator()(execution_context& ctx) const {
+    Tensor out({1}, data_type::float32);
+    out.data<float>()[0] = ctx.input(0).data<float>()[0];
+    ctx.output(0) = std::move(out);
+  }
+};
+struct cf_first_nchw {
+  static constexpr std::string_view name = "cf_first_nchw";
+  static constexpr std::array<std::string_view, 1> inputs{"X"};
+  static constexpr std::array<std::string_view, 1> outputs{"Out"};
+  static constexpr auto kernels = make_kernels(kernels_on<cpu>(first_nchw_cpu<float>{}));
+};
+
 const bool registered = [] {
+  register_operator<cf_make_nhwc>();
+  register_operator<cf_first_nchw>();
   register_operator<cf_halve>();
   register_operator<cf_increment>();
   register_operator<cf_less>();
@@ -312,6 +349,31 @@ TEST_CASE("while: a body accumulates into its parent's variable; its own variabl
     CHECK(scope.kid_count() == 1);  // the steps' scope, the prepared program's
   }
   CHECK(scope.kid_count() == 0);  // dropped with the prepared program
+}
+
+TEST_CASE("while: a persistable variable of the program that only the body writes is the program's",
+          "[control_flow]") {
+  // Not among the while's outputs, and not in the scope when the program is prepared: the
+  // body's write made it in the steps' scope, where the program's scope never saw it.
+  for (const bool kept : {false, true}) {
+    INFO((kept ? "step scopes kept" : "one scope for every step"));
+    ProgramDesc program;
+    BlockDesc& body = counting_loop(program, 3, {"i", "c"}, kept ? "steps" : "");
+    program.global_block().var("w").persistable = true;
+    body.append_op(op("cf_add", {{"X", {"i"}}, {"Y", {"i"}}}, {{"Out", {"w"}}}));
+    Scope scope;
+    Executor executor(cpu_place);
+    prepare_options options;
+    if (kept) options.keep = {"steps"};
+    auto prepared = executor.prepare(program.global_block(), scope, options);
+    for (int run = 0; run < 2; ++run) {
+      scope.var("i").set(scalar(0));
+      executor.run(prepared);
+      REQUIRE(scope.find_local("w") != nullptr);
+      CHECK(first(scope.get("w")) == 6.0f);  // i = 3 at the last step
+      scope.var("w").set(scalar(-1));        // the program's value, written over by the next run
+    }
+  }
 }
 
 TEST_CASE("while: a step's own variables start empty, as in a new scope", "[control_flow]") {
@@ -651,6 +713,54 @@ TEST_CASE("control flow: failures name the loop, the step and the operator", "[c
   }
 }
 
+TEST_CASE("control flow: a failed step empties the shared scopes of the loops inside its body too",
+          "[control_flow][regression]") {
+  // An outer loop whose body runs an inner loop (its own shared scope, where it writes b), then
+  // fails at its second step: the inner loop's b was left in its scope.
+  REQUIRE(registered);
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  global.var("i");
+  global.var("c").dtype = data_type::boolean;
+  global.var("p1000").persistable = true;
+  BlockDesc& outer = program.append_block(0);
+  outer.var("j");
+  outer.var("k");
+  outer.var("c2").dtype = data_type::boolean;
+  BlockDesc& inner = program.append_block(outer.idx());
+  inner.var("b");
+  inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
+  inner.append_op(op("cf_fill", {{"X", {"p1000"}}}, {{"Out", {"b"}}}, {{"value", 1.0f}}));
+  inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"c2"}}}, {{"limit", 2.0f}}));
+  outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+  outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
+  outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"c2"}}}, {{"limit", 2.0f}}));
+  outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"c2"}}}, {{"Out", {"j", "c2"}}},
+                     {{"sub_block", block_ref{inner.idx()}}}));
+  outer.append_op(op("cf_fail", {{"X", {"i"}}}, {{"Out", {"k"}}}, {{"at", 2.0f}}));
+  outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+  global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+  global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
+                      {{"sub_block", block_ref{outer.idx()}}}));
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  scope.var("p1000").set(scalar(0, {1000}));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(global, scope);
+  CHECK_THROWS_WITH(executor.run(prepared), Catch::Contains("cf_fail was asked to fail"));
+  // What the scopes under the program's hold: nothing of the failed step, at any depth.
+  std::size_t held = 0;
+  scope.for_each_kid([&](const Scope& kid) {
+    kid.for_each_variable([&](const Variable& v) {
+      if (v.is<LoDTensor>() && v.get<LoDTensor>().initialized()) held += v.get<LoDTensor>().storage_bytes();
+    });
+  });
+  CHECK(held == 0);
+  // And the program runs again, to its end.
+  scope.var("i").set(scalar(3));
+  CHECK_NOTHROW(executor.run(prepared));
+}
+
 TEST_CASE("program: block and bools attributes, checked and written", "[control_flow][text]") {
   ProgramDesc program;
   BlockDesc& global = program.global_block();
@@ -856,6 +966,32 @@ TEST_CASE("memory counting: what a body writes of the enclosing block, and the b
       }
     }
   }
+}
+
+TEST_CASE("memory counting: the copies of a body's last operator are gone when the loop ends",
+          "[control_flow][memory][regression]") {
+  // The body's last operator reads an NHWC t through an NCHW copy (a million bytes each); the
+  // body writes the enclosing block's w (four million). The loop's own count added that copy
+  // again, gone by then: 5,000,005 where 4,000,005 (w, i and c) is the most alive at once.
+  REQUIRE(registered);
+  ProgramDesc program;
+  BlockDesc& body = counting_loop(program, 1);
+  program.global_block().var("w");
+  program.global_block().var("p1000000").persistable = true;
+  body.append_op(op("cf_fill", {{"X", {"p1000000"}}}, {{"Out", {"w"}}}, {{"value", 1.0f}}));
+  body.var("t");
+  body.var("u");
+  body.append_op(op("cf_make_nhwc", {{"X", {"i"}}}, {{"Out", {"t"}}}));
+  body.append_op(op("cf_first_nchw", {{"X", {"t"}}}, {{"Out", {"u"}}}));
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  scope.var("p1000000").set(scalar(0, {1000000}));
+  Executor executor(cpu_place);
+  auto prepared =
+      executor.prepare(program.global_block(), scope, {.eager_deletion = true, .keep = {"i", "c", "w"}});
+  executor.run(prepared);
+  CHECK(executor.stats().transforms == 1);  // t's copy
+  CHECK(executor.stats().peak_activation_bytes == 4000000 + 4 + 1);
 }
 
 TEST_CASE("memory counting: a StepScopes that lists scopes gone with an enclosing loop's step",

@@ -434,6 +434,8 @@ class Executor {
   // After a failed run: the step scopes it made are dropped, and the shared scope's variables
   // emptied, so that nothing of the failed step is left to read.
   static void abandon_steps(prepared& p, prepared::control& c, Variable* scopes) noexcept;
+  // The StepScopes (or Scope) variable of control-flow operator `index`, or nullptr.
+  static Variable* step_scopes_of(const prepared& p, std::size_t index) noexcept;
 
   // Deletes the step scopes that `scopes` lists (children of the program's scope; one already
   // gone is skipped) and empties the list.
@@ -840,12 +842,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
   prepared::control& c = *p.cold_[index].flow;
   const std::uint32_t* in = p.offsets_.data() + o.first_offset;
   const std::uint32_t* out = in + o.input_slots + 1;
-  // Condition is the while's input slot 1, Cond the conditional_block's slot 0; StepScopes and
-  // Scope are output slot 1 of both.
+  // Condition is the while's input slot 1, Cond the conditional_block's slot 0.
   const std::uint32_t slot = c.kind == control_kind::while_loop ? 1 : 0;
   const std::span<Variable* const> conditions(p.input_variables_.data() + o.first_input + in[slot],
                                               in[slot + 1] - in[slot]);
-  Variable* scopes = out[2] > out[1] ? p.output_variables_[o.first_output + out[1]] : nullptr;
+  Variable* scopes = step_scopes_of(p, index);
   const std::string_view name = o.info->name();
   ++stats_.ops_run;
   if (c.keep_scopes) drop_step_scopes(p, scopes);  // the last run's
@@ -886,6 +887,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
       count_step(p, std::size_t(steps_activation), *scopes->get<StepScopes>().scopes.back());
     enclosing_.push_back(&p);
   };
+  // The sub-block's operators count their own copies (copy_bytes_); its last one's are gone
+  // when it returns, and this operator's own copies count again.
+  struct own_copies {
+    std::uint64_t& bytes;
+    const std::uint64_t own;
+    ~own_copies() { bytes = own; }
+  } copies{copy_bytes_, copy_bytes_};
   ++depth_;
   try {
     if (c.kind == control_kind::while_loop) {
@@ -957,14 +965,28 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::reseat(prepared& body, Scope& step)
     }
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE Variable* Executor::step_scopes_of(const prepared& p,
+                                                                 std::size_t index) noexcept {
+  // StepScopes and Scope are output slot 1 of both control-flow operators.
+  const prepared::op& o = p.ops_[index];
+  const std::uint32_t* out = p.offsets_.data() + o.first_offset + o.input_slots + 1;
+  return out[2] > out[1] ? p.output_variables_[o.first_output + out[1]] : nullptr;
+}
+
+// Kept step scopes go, and with them what ran in them; a shared scope's variables are emptied,
+// and so are those of the loops and conditionals inside its body, which ran in scopes of their own.
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::abandon_steps(prepared& p, prepared::control& c,
                                                            Variable* scopes) noexcept {
   if (c.keep_scopes) {
     drop_step_scopes(p, scopes);
-  } else {
-    for (const std::string& name : c.body->local_names_)
-      if (Variable* v = c.scope->find_local(name)) release(*v);
+    return;
   }
+  prepared& body = *c.body;
+  for (const std::string& name : body.local_names_)
+    if (Variable* v = c.scope->find_local(name)) release(*v);
+  for (std::size_t k = 0; k < body.ops_.size(); ++k)
+    if (prepared::control* inner = body.cold_[k].flow.get())
+      abandon_steps(body, *inner, step_scopes_of(body, k));
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::listed_scopes Executor::listed(const StepScopes& steps) {
@@ -1382,10 +1404,12 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
           p.local_names_.push_back(name);
       }
     make_locals(p);
-    // What a sub-block reads of this block's variables is found (or made) here, not in the
-    // sub-block's scope.
-    for (const std::vector<std::string>& names : extra_reads)
-      for (const std::string& name : names) (void)variable_named(scope, name);
+    // What a sub-block reads or writes of this block's variables is found (or made) here, not
+    // in the sub-block's scope: there a persistable variable that a body writes, made on its
+    // first write, would be the body's own, and the program's scope would never see it.
+    for (const auto* uses : {&extra_reads, &extra_writes})
+      for (const std::vector<std::string>& names : *uses)
+        for (const std::string& name : names) (void)variable_named(scope, name);
   }
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const op_invocation& call = ops[k];
