@@ -761,6 +761,24 @@ TEST_CASE("control flow: a failed step empties the shared scopes of the loops in
   CHECK_NOTHROW(executor.run(prepared));
 }
 
+TEST_CASE("control flow: a StepScopes variable that holds a tensor fails the loop and leaves no scope behind",
+          "[control_flow][regression]") {
+  REQUIRE(registered);
+  ProgramDesc program;
+  counting_loop(program, 3, {"i", "c"}, "steps");
+  Scope scope;
+  scope.var("i").set(scalar(0));
+  Executor executor(cpu_place);
+  auto prepared = executor.prepare(program.global_block(), scope, {.keep = {"steps"}});
+  const std::size_t kids = scope.kid_count();
+  scope.var("steps").set(scalar(1));
+  for (int run = 0; run < 2; ++run) {
+    scope.get("i").set(scalar(0));
+    CHECK_THROWS_AS(executor.run(prepared), error);
+    CHECK(scope.kid_count() == kids);  // the step's scope was made before the list was read
+  }
+}
+
 TEST_CASE("program: block and bools attributes, checked and written", "[control_flow][text]") {
   ProgramDesc program;
   BlockDesc& global = program.global_block();

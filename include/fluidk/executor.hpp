@@ -937,10 +937,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_step(prepared& p, prepared::control& c, Variable* scopes) {
   prepared& body = *c.body;
   if (c.keep_scopes) {
-    Scope& step = p.scope_->new_scope();
+    // The list first, room for the step in it too: whatever throws, before the step's scope
+    // is made, where nothing would list it or drop it.
     StepScopes& listed = scopes->get_mutable<StepScopes>();
     listed.serials.resize(listed.scopes.size());  // a list another writer made without them
+    listed.scopes.reserve(listed.scopes.size() + 1);
     listed.serials.reserve(listed.scopes.size() + 1);
+    Scope& step = p.scope_->new_scope();
     listed.scopes.push_back(&step);
     listed.serials.push_back(step.serial());
     reseat(body, step);
