@@ -38,7 +38,9 @@ struct late_runtime_kind {
 
 class late_runtime_context final : public fluidk::device_context {
  public:
-  explicit late_runtime_context(int device) : device_(device), memory_(device, &release) { start_runtime(); }
+  explicit late_runtime_context(int device) : device_(device), memory_(device, &release_buffer) {
+    start_runtime();
+  }
   ~late_runtime_context() override {
     if (!runtime_alive) {
       std::fputs("FAIL: a context was destroyed after its device's runtime was torn down\n", stderr);
@@ -48,7 +50,7 @@ class late_runtime_context final : public fluidk::device_context {
   fluidk::place place() const noexcept override { return fluidk::place::of<late_runtime_kind>(device_); }
   void wait() override {}
   fluidk::device_memory_cache& memory_cache() noexcept { return memory_; }
-  static void release(int, void* handle) noexcept {
+  static void release_buffer(int, void* handle) noexcept {
     std::free(handle);
     ++raw_releases;
   }
@@ -69,10 +71,7 @@ struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::
         bytes, [](std::size_t n) { return std::malloc(n); }, [] {});
   }
   static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
-    if (late_runtime_context* context = fluidk::detail::context_pool<late_runtime_kind>::existing(device))
-      context->memory_cache().deallocate(handle, bytes);
-    else
-      late_runtime_context::release(device, handle);
+    fluidk::deallocate_to_cache<late_runtime_kind>(device, handle, bytes);
   }
 };
 

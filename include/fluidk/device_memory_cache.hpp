@@ -21,6 +21,8 @@
 #include <mutex>
 #include <new>
 
+#include "fluidk/device.hpp"
+
 namespace fluidk {
 
 class device_memory_cache {
@@ -177,5 +179,18 @@ class device_memory_cache {
   std::map<std::uint64_t, std::multimap<std::size_t, cached>::iterator> by_age_;  // by order freed
   statistics stats_;
 };
+
+// The deallocation of a device whose context keeps its freed buffers: a context_type with
+// memory_cache() and a static release_buffer(device, handle) (the raw release). To the cache;
+// once the context is gone (a tensor destroyed at exit, after the contexts), to the driver.
+template <class P>
+void deallocate_to_cache(int device, void* handle, std::size_t bytes) noexcept {
+  using context_type = typename device_traits<P>::context_type;
+  if (handle == nullptr) return;
+  if (context_type* context = detail::context_pool<P>::existing(device))
+    context->memory_cache().deallocate(handle, bytes);
+  else
+    context_type::release_buffer(device, handle);
+}
 
 }  // namespace fluidk

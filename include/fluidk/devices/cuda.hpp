@@ -283,11 +283,7 @@ struct device_traits<cuda> {
   // the same stream, after the work queued on it so far. Once the context is gone (a tensor
   // destroyed at exit), to cudaFree, which waits for the device's queued work.
   static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
-    if (handle == nullptr) return;
-    if (cuda_context* context = detail::context_pool<cuda>::existing(device))
-      context->memory_cache().deallocate(handle, bytes);
-    else
-      cuda_context::release_buffer(device, handle);
+    deallocate_to_cache<cuda>(device, handle, bytes);
   }
 };
 

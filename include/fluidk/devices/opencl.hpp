@@ -310,11 +310,7 @@ struct device_traits<opencl> {
 
   // Back to the device's cache; to OpenCL once the context is gone (a tensor destroyed at exit).
   static void deallocate(int device, void* handle, std::size_t bytes) noexcept {
-    if (handle == nullptr) return;
-    if (opencl_context* context = detail::context_pool<opencl>::existing(device))
-      context->memory_cache().deallocate(handle, bytes);
-    else
-      opencl_context::release_buffer(device, handle);
+    deallocate_to_cache<opencl>(device, handle, bytes);
   }
 };
 
