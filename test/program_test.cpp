@@ -160,6 +160,53 @@ TEST_CASE("VarDesc, OpDesc: accessors and equality", "[program]") {
   CHECK_FALSE(same == op);
 }
 
+TEST_CASE("attribute_map: kept in name order, replaced in place, copied whole", "[program]") {
+  attribute_map attrs;
+  const auto names = [](const attribute_map& m) {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : m) out.push_back(name);
+    return out;
+  };
+  // Set in an order that inserts at the end, at the front and in the middle.
+  attrs.set("m", std::string("middle"));
+  attrs.set("z", std::vector<std::int64_t>{1, 2, 3});
+  attrs.set("a", 1.5f);
+  attrs.set("n", std::vector<std::string>{"x", "y"});
+  attrs.set("b", block_ref{2});
+  CHECK(names(attrs) == std::vector<std::string>{"a", "b", "m", "n", "z"});
+  CHECK(attrs.get<std::string>("m") == "middle");
+  CHECK(attrs.get<std::vector<std::int64_t>>("z") == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(attrs.get<float>("a") == 1.5f);
+  CHECK(attrs.get<std::vector<std::string>>("n") == std::vector<std::string>{"x", "y"});
+  CHECK(attrs.get<block_ref>("b").index == 2);
+
+  // Setting a name again replaces its value, of another kind too, and keeps the order.
+  attrs.set("m", std::vector<float>{0.5f});
+  attrs.set("a", std::string("now a string"));
+  CHECK(names(attrs) == std::vector<std::string>{"a", "b", "m", "n", "z"});
+  CHECK(attrs.get<std::vector<float>>("m") == std::vector<float>{0.5f});
+  CHECK(attrs.get<std::string>("a") == "now a string");
+  CHECK_THROWS_WITH(attrs.get<float>("a", "op"),
+                    "fluidk: operator 'op' attribute 'a' holds string, not float");
+
+  // A copy is whole and independent; assignment replaces all of the target's entries.
+  attribute_map copy;
+  copy.set("only", true);
+  copy = attrs;
+  CHECK(names(copy) == names(attrs));
+  copy.set("n", std::int64_t{7});
+  CHECK(attrs.get<std::vector<std::string>>("n") == std::vector<std::string>{"x", "y"});
+  CHECK(copy.get<std::int64_t>("n") == 7);
+  CHECK_FALSE(copy.contains("only"));
+  const attribute_map& same = copy;
+  copy = same;  // assigned to itself: unchanged
+  CHECK(names(copy) == std::vector<std::string>{"a", "b", "m", "n", "z"});
+  CHECK(copy.get<std::int64_t>("n") == 7);
+  attribute_map moved = std::move(copy);
+  CHECK(moved.get<std::string>("a") == "now a string");
+  CHECK(moved.size() == 5);
+}
+
 TEST_CASE("BlockDesc: variables", "[program]") {
   BlockDesc block;
   CHECK(block.find_var("x") == nullptr);

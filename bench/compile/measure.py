@@ -19,8 +19,11 @@ Files compiled:
   executor.cpp    #include <fluidk/executor.hpp> and nothing else.
   (separate)      executor.cpp again, with -DFLUIDK_SEPARATE_RUNTIME (and without
                   FLUIDK_RUNTIME_DEFINE): a file of a program that compiles the runtime once.
+  declarations.cpp  every header of include/fluidk in executor.cpp's tree (the same -H listing),
+                  with -DFLUIDK_SEPARATE_RUNTIME: what executor.cpp compiles without the bodies of
+                  the runtime's functions, a floor under it that no change to those bodies lowers.
   fluidk.cpp      #include <fluidk/fluidk.hpp> and nothing else.
-The last four with -fsyntax-only, 5 rounds.
+The last five with -fsyntax-only, 5 rounds.
 
 Prints a line per file, then the figures:
   VALUE compile.ms_per_op <ms>               t(200 operators) / 200
@@ -33,6 +36,7 @@ Prints a line per file, then the figures:
   VALUE compile.fluidk_header_s <s>          t(fluidk.cpp)
   RATIO compile.executor_header.vs_baseline <r>    t(executor.cpp) / t(baseline.cpp)
   RATIO compile.separate_executor.vs_baseline <r>  t(separate) / t(baseline.cpp)
+  RATIO compile.executor_declarations.vs_baseline <r>  t(declarations.cpp) / t(baseline.cpp)
   RATIO compile.hundred_ops.vs_baseline <r>  (t(200 operators) - t(100 operators)) / t(baseline.cpp):
                                              the cost of 100 more operators at -O2, in units of
                                              the -fsyntax-only time of the baseline
@@ -73,11 +77,13 @@ def include_name(path, search_dirs):
     return '"%s"' % path
 
 
-def baseline_headers(compiler, include_dir, source):
-    """The headers outside include/fluidk that a header inside it includes directly, in the
-    order of the compiler's -H listing of `source` (which includes fluidk's headers). A header
-    read once is not listed again where it is included again, but every header outside fluidk
-    in the tree is reached through one of these, so together they compile all of it."""
+def tree_headers(compiler, include_dir, source):
+    """(outside, inside): the headers outside include/fluidk that a header inside it includes
+    directly, and fluidk's own headers (.ipp parts left out: their header includes them), each
+    in the order of the compiler's -H listing of `source` (which includes fluidk's headers). A
+    header read once is not listed again where it is included again, but every header outside
+    fluidk in the tree is reached through one of the first list, so together they compile all
+    of it."""
     fluidk_dir = os.path.realpath(os.path.join(include_dir, "fluidk"))
     listing = subprocess.run([compiler, "-std=c++20", "-H", "-fsyntax-only", "-I" + include_dir, source],
                              capture_output=True, text=True)
@@ -86,7 +92,7 @@ def baseline_headers(compiler, include_dir, source):
                                                        first_error(listing.stderr)))
     inside = lambda path: path.startswith(fluidk_dir + os.sep)
     by_depth = {0: os.path.realpath(source)}
-    headers = []
+    headers, own = [], []
     for line in listing.stderr.splitlines():
         # "... /path": the number of dots is the include depth; other lines (the list of
         # headers that may want include guards, at the end) are not part of the tree.
@@ -97,7 +103,9 @@ def baseline_headers(compiler, include_dir, source):
         by_depth[depth] = path
         if inside(by_depth.get(depth - 1, "")) and not inside(path) and path not in headers:
             headers.append(path)
-    return headers
+        if inside(path) and not path.endswith(".ipp") and path not in own:
+            own.append(path)
+    return headers, own
 
 
 def first_error(stderr):
@@ -149,14 +157,20 @@ def main():
     executor = write("executor.cpp", "#include <fluidk/executor.hpp>\n")
     headers = []
     try:
-        headers = baseline_headers(compiler, include_dir, executor)
+        headers, own = tree_headers(compiler, include_dir, executor)
         search_dirs = include_search_dirs(compiler)
         baseline = write("baseline.cpp",
                          "// The headers from outside fluidk that fluidk/executor.hpp's tree includes.\n" +
                          "".join("#include %s\n" % include_name(h, search_dirs) for h in headers))
         commands["baseline"] = syntax + [baseline]
+        declarations = write("declarations.cpp",
+                             "// Every header of fluidk in fluidk/executor.hpp's tree, compiled in the\n"
+                             "// separate mode: the header-only file without the runtime's bodies.\n" +
+                             "".join("#include %s\n" % include_name(h, search_dirs + [os.path.realpath(include_dir)])
+                                     for h in own))
+        commands["declarations"] = syntax + ["-DFLUIDK_SEPARATE_RUNTIME", declarations]
     except RuntimeError as e:
-        failed["baseline"] = str(e)
+        failed["baseline"] = failed["declarations"] = str(e)
     commands["executor"] = syntax + [executor]
     commands["separate"] = syntax + ["-DFLUIDK_SEPARATE_RUNTIME", executor]
     commands["fluidk"] = syntax + [write("fluidk.cpp", "#include <fluidk/fluidk.hpp>\n")]
@@ -195,6 +209,7 @@ def main():
               (len(headers), " ".join(include_name(h, search_dirs) for h in headers)))
     for name, what in (("baseline", "the baseline"), ("executor", "fluidk/executor.hpp alone"),
                        ("separate", "fluidk/executor.hpp alone, FLUIDK_SEPARATE_RUNTIME"),
+                       ("declarations", "fluidk/executor.hpp's tree of fluidk headers, FLUIDK_SEPARATE_RUNTIME"),
                        ("fluidk", "fluidk/fluidk.hpp alone")):
         if name in t:
             print("compile: %s -fsyntax-only of %s: %.2f s (%s), peak %.0f MiB" %
@@ -223,6 +238,8 @@ def main():
            lambda: t["executor"] / t["baseline"], "%.2f")
     figure("RATIO", "separate_executor.vs_baseline", ["separate", "baseline"],
            lambda: t["separate"] / t["baseline"], "%.2f")
+    figure("RATIO", "executor_declarations.vs_baseline", ["declarations", "baseline"],
+           lambda: t["declarations"] / t["baseline"], "%.2f")
     figure("RATIO", "hundred_ops.vs_baseline", ["ops100", "ops200", "baseline"],
            lambda: (t["ops200"] - t["ops100"]) / t["baseline"], "%.2f")
     figure("VALUE", "floor_marginal_ms_per_op", ["floor100", "floor200"],

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,17 +132,40 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(
 }
 FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(const attribute_map&) = default;
 FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::attribute_map(attribute_map&&) noexcept = default;
-FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map& attribute_map::operator=(const attribute_map&) = default;
+// Copy and swap: a copy of the entries and a swap of the vectors, so that the variant's
+// assignments over its thirteen kinds are not compiled (the copy constructor is anyway).
+FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map& attribute_map::operator=(const attribute_map& other) {
+  if (this != &other) {
+    attribute_map copy(other);
+    entries_.swap(copy.entries_);
+  }
+  return *this;
+}
 FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map& attribute_map::operator=(attribute_map&&) noexcept = default;
 FLUIDK_DETAIL_RUNTIME_LINKAGE attribute_map::~attribute_map() = default;
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void attribute_map::set(std::string_view name, attribute value) {
   if (name.empty()) throw error("an attribute needs a name");
   const auto it = lower_bound(name);
-  if (it != entries_.end() && it->first == name)
-    it->second = std::move(value);
-  else
-    entries_.emplace(it, std::string(name), std::move(value));
+  if (it != entries_.end() && it->first == name) {
+    // The variant's move constructor cannot throw (every kind moves without throwing): the
+    // old value is destroyed and the new one moved into its place, without the assignment.
+    static_assert(std::is_nothrow_move_constructible_v<attribute>);
+    std::destroy_at(&it->second);
+    std::construct_at(&it->second, std::move(value));
+    return;
+  }
+  // A new name: the entries after it move one place up, by construction into a new vector.
+  // What can throw (the allocations) comes before the first move, so that a failure leaves the
+  // map as it was; moving an entry cannot throw.
+  const auto at = static_cast<std::size_t>(it - entries_.begin());
+  std::vector<std::pair<std::string, attribute>> grown;
+  grown.reserve(entries_.size() + 1);
+  std::pair<std::string, attribute> entry(std::string(name), std::move(value));
+  for (std::size_t i = 0; i < at; ++i) grown.push_back(std::move(entries_[i]));
+  grown.push_back(std::move(entry));
+  for (std::size_t i = at; i < entries_.size(); ++i) grown.push_back(std::move(entries_[i]));
+  entries_.swap(grown);
 }
 #endif
 
