@@ -352,6 +352,10 @@ class Executor {
     // The activations that a control-flow operator's sub-block writes (counted again after it):
     // of operator k, flow_written_[flow_written_ends_[k] .. flow_written_ends_[k + 1]).
     std::vector<std::uint32_t> flow_written_, flow_written_ends_;
+    // Per operator: for a control-flow operator whose steps share one scope, a counting slot
+    // (an index into counted_ past the activations) for the kept step scopes its body's own
+    // StepScopes (and those of shared-scope bodies inside it) still list after it; -1 otherwise.
+    std::vector<std::int32_t> retained_slot_;
     std::vector<std::uint32_t> released_, release_ends_;
     // Counted storages: bytes and the activations that hold each; their sum.
     struct storage_count {
@@ -472,6 +476,14 @@ class Executor {
   // Adds the storages of the variables of `step` and the scopes under it to activation `a`'s
   // (a loop's StepScopes, as each kept step ends).
   void count_step(prepared& p, std::size_t a, const Scope& step);
+  // Adds to counting slot `a` of p the scopes that `steps` lists and that are still there under
+  // `under` (each with the scopes under it).
+  void count_listed(prepared& p, std::size_t a, const StepScopes& steps, const Scope& under);
+  // Counts again, in control-flow operator `index`'s slot (retained_slot_), the kept step
+  // scopes of the loops inside its body whose StepScopes are the body's own: they live on
+  // after the operator, in its shared scope, until those loops run again.
+  void count_retained(prepared& p, std::size_t index);
+  void add_retained(prepared& p, std::size_t slot, const prepared& body);
   void count_tensor(prepared& p, std::size_t a, const Tensor& t);
   static void uncount_storages(prepared& p, std::size_t a);
 
@@ -878,6 +890,11 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
     std::size_t depth;
     ~enclosed() { blocks.resize(depth); }
   } within{enclosing_, enclosing_.size()};
+  // What the body's own StepScopes keep is counted by the body while it runs (its
+  // begin_count), and here again after the operator (after_op): not twice meanwhile, nor
+  // after the inner loops dropped it.
+  if (p.counting_ && !p.retained_slot_.empty() && p.retained_slot_[index] >= 0)
+    uncount_storages(p, std::size_t(p.retained_slot_[index]));
   if (p.counting_) enclosing_.push_back(&p);
   auto stepped = [&] {
     if (!p.counting_) return;
@@ -1081,33 +1098,59 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::begin_count(prepared& p) {
     p.counted_[a].clear();
     if (p.own_[a]) count_storages(p, a);
   }
+  for (std::size_t k = 0; k < p.retained_slot_.size(); ++k)
+    if (p.retained_slot_[k] >= 0) {
+      p.counted_[std::size_t(p.retained_slot_[k])].clear();
+      count_retained(p, k);
+    }
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_storages(prepared& p, std::size_t a) {
   uncount_storages(p, a);
   const Variable& v = *p.activations_[a];
   if (v.is<StepScopes>()) {
-    // The listed scopes that are still there, found under the block's scope by address and
-    // serial: a listed scope may be gone (with an enclosing loop's step, or deleted with its
-    // parent's children), and a new scope may have its address. Nothing is read of a scope
-    // before it is found so.
-    const listed_scopes wanted = listed(v.get<StepScopes>());
-    std::size_t left = wanted.size();
-    auto find = [&](auto& self, const Scope& under) -> void {
-      under.for_each_kid([&](const Scope& kid) {
-        if (left == 0) return;
-        if (lists(wanted, kid)) {
-          count_step(p, a, kid);
-          --left;
-        } else {
-          self(self, kid);
-        }
-      });
-    };
-    find(find, *p.scope_);
+    count_listed(p, a, v.get<StepScopes>(), *p.scope_);
     return;
   }
   v.for_each_tensor([&](const Tensor& t) { count_tensor(p, a, t); });
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_listed(prepared& p, std::size_t a, const StepScopes& steps,
+                                                          const Scope& under) {
+  // The listed scopes that are still there, found under `under` by address and
+  // serial: a listed scope may be gone (with an enclosing loop's step, or deleted with its
+  // parent's children), and a new scope may have its address. Nothing is read of a scope
+  // before it is found so.
+  const listed_scopes wanted = listed(steps);
+  std::size_t left = wanted.size();
+  auto find = [&](auto& self, const Scope& s) -> void {
+    s.for_each_kid([&](const Scope& kid) {
+      if (left == 0) return;
+      if (lists(wanted, kid)) {
+        count_step(p, a, kid);
+        --left;
+      } else {
+        self(self, kid);
+      }
+    });
+  };
+  find(find, under);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_retained(prepared& p, std::size_t index) {
+  if (p.retained_slot_.empty() || p.retained_slot_[index] < 0) return;
+  const std::size_t slot = std::size_t(p.retained_slot_[index]);
+  uncount_storages(p, slot);
+  add_retained(p, slot, *p.cold_[index].flow->body);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::add_retained(prepared& p, std::size_t slot,
+                                                          const prepared& body) {
+  for (std::size_t a = 0; a < body.activations_.size(); ++a)
+    if (body.own_[a] && body.activations_[a]->is<StepScopes>())
+      count_listed(p, slot, body.activations_[a]->get<StepScopes>(), *body.scope_);
+  for (const prepared::cold& c : body.cold_)
+    if (c.flow && !c.flow->keep_scopes) add_retained(p, slot, *c.flow->body);
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_step(prepared& p, std::size_t a, const Scope& step) {
@@ -1149,6 +1192,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::after_op(prepared& p, std::size_t i
     if (a >= 0 && p.own_[std::size_t(a)]) count_storages(p, std::size_t(a));
   }
   count_flow_writes(p, index);
+  count_retained(p, index);
   const std::uint64_t live = enclosing_bytes() + p.live_ + copy_bytes_;
   if (live > stats_.peak_activation_bytes) stats_.peak_activation_bytes = live;
   if (!p.eager_) return;
@@ -1578,6 +1622,12 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
       p.own_.push_back(scope.find_local(name) == p.activations_.back());
     }
     p.counted_.resize(p.activations_.size());
+    p.retained_slot_.assign(p.ops_.size(), -1);
+    for (std::size_t k = 0; k < p.ops_.size(); ++k)
+      if (const prepared::control* c = p.cold_[k].flow.get(); c != nullptr && !c->keep_scopes) {
+        p.retained_slot_[k] = std::int32_t(p.counted_.size());
+        p.counted_.emplace_back();
+      }
     p.flow_written_ends_.push_back(0);
     for (std::size_t k = 0; k < p.ops_.size(); ++k) {
       for (const std::string& name : extra_writes[k])
