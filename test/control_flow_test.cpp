@@ -1091,71 +1091,75 @@ TEST_CASE("memory counting: an inner loop's kept steps under a shared scope coun
   // share one scope, or a conditional_block): after the outer operator they are still alive,
   // in its shared scope, until the inner loop runs again. They count in live_bytes and in the
   // peak of what runs after the operator, as a StepScopes of the block itself does. Without
-  // them: 4000 bytes short.
+  // them: 4000 bytes short. Declared by the global block instead, steps2 is the global block's
+  // to count, also while the inner loop drops the last run's steps and keeps new ones: counted
+  // as last seen, the second run's peak held the dropped steps too (2000 bytes over).
   REQUIRE(registered);
   for (const bool conditional : {false, true})
-    for (const bool eager : {false, true}) {
-      INFO("the outer operator is a conditional_block " << conditional << ", eager deletion " << eager);
-      ProgramDesc program;
-      BlockDesc& global = program.global_block();
-      for (const char* name : {"i", "after"}) global.var(name);
-      global.var("c").dtype = data_type::boolean;
-      for (const char* name : {"p500", "p50000"}) global.var(name).persistable = true;
-      BlockDesc& outer = program.append_block(0);
-      BlockDesc& inner = program.append_block(outer.idx());
-      outer.var("j");
-      outer.var("cj").dtype = data_type::boolean;
-      outer.var("steps2").kind = var_kind::step_scopes;
-      inner.var("t");
-      inner.append_op(op("cf_fill", {{"X", {"p500"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
-      inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
-      inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-      outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
-      outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-      outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"cj"}}},
-                         {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
-                         {{"sub_block", block_ref{inner.idx()}}}));
-      global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
-      if (conditional) {
-        global.append_op(op("conditional_block", {{"Cond", {"c"}}}, {},
-                            {{"sub_block", block_ref{outer.idx()}}, {"is_scalar_condition", true}}));
-      } else {
-        // Three steps, in one scope (no StepScopes of its own).
-        outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-        outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
-        global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
-                            {{"sub_block", block_ref{outer.idx()}}}));
+    for (const bool steps_in_global : {false, true})
+      for (const bool eager : {false, true}) {
+        INFO("the outer operator is a conditional_block " << conditional << ", steps2 the global block's "
+                                                          << steps_in_global << ", eager deletion " << eager);
+        ProgramDesc program;
+        BlockDesc& global = program.global_block();
+        for (const char* name : {"i", "after"}) global.var(name);
+        global.var("c").dtype = data_type::boolean;
+        for (const char* name : {"p500", "p50000"}) global.var(name).persistable = true;
+        BlockDesc& outer = program.append_block(0);
+        BlockDesc& inner = program.append_block(outer.idx());
+        outer.var("j");
+        outer.var("cj").dtype = data_type::boolean;
+        (steps_in_global ? global : outer).var("steps2").kind = var_kind::step_scopes;
+        inner.var("t");
+        inner.append_op(op("cf_fill", {{"X", {"p500"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
+        inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
+        inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
+        outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
+        outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
+        outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"cj"}}},
+                           {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
+                           {{"sub_block", block_ref{inner.idx()}}}));
+        global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+        if (conditional) {
+          global.append_op(op("conditional_block", {{"Cond", {"c"}}}, {},
+                              {{"sub_block", block_ref{outer.idx()}}, {"is_scalar_condition", true}}));
+        } else {
+          // Three steps, in one scope (no StepScopes of its own).
+          outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
+          outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+          global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
+                              {{"sub_block", block_ref{outer.idx()}}}));
+        }
+        // 200000 bytes made after the outer operator, while the inner loop's last steps live.
+        global.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"after"}}}, {{"value", 3.0f}}));
+        Scope scope;
+        scope.var("p500").set(scalar(0, {500}));
+        scope.var("p50000").set(scalar(0, {50000}));
+        Executor executor(cpu_place);
+        auto prepared = executor.prepare(
+            global, scope,
+            {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "after", "steps2"}});
+        for (int run = 0; run < 2; ++run) {
+          INFO("run " << run);
+          scope.var("i").set(scalar(0));
+          executor.reset_stats();
+          executor.run(prepared);
+          // The inner loop's last two steps are alive under the outer operator's scope, t of
+          // 2000 bytes in each.
+          const Variable* steps = steps_in_global ? scope.find_local("steps2") : nullptr;
+          scope.for_each_kid([&](const Scope& kid) {
+            if (steps == nullptr) steps = kid.find_local("steps2");
+          });
+          REQUIRE(steps != nullptr);
+          REQUIRE(steps->get<StepScopes>().scopes.size() == 2);
+          // The global block's activations: c, after, and i where the loop writes it; the kept steps.
+          const std::uint64_t expected = (conditional ? 0u : 4u) + 1 + 200000 + 2 * 2000u;
+          CHECK(executor.stats().live_bytes == expected);
+          // The second run's peak comes while the body runs: the first run's after (kept), the
+          // body's j and cj, and the inner loop's kept steps (the first run's, then its own).
+          CHECK(executor.stats().peak_activation_bytes == expected + (run == 0 ? 0u : 5u));
+        }
       }
-      // 200000 bytes made after the outer operator, while the inner loop's last steps live.
-      global.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"after"}}}, {{"value", 3.0f}}));
-      Scope scope;
-      scope.var("p500").set(scalar(0, {500}));
-      scope.var("p50000").set(scalar(0, {50000}));
-      Executor executor(cpu_place);
-      auto prepared = executor.prepare(
-          global, scope,
-          {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "after", "steps2"}});
-      for (int run = 0; run < 2; ++run) {
-        INFO("run " << run);
-        scope.var("i").set(scalar(0));
-        executor.reset_stats();
-        executor.run(prepared);
-        // The inner loop's last two steps are alive under the outer operator's scope, t of
-        // 2000 bytes in each.
-        const Variable* steps = nullptr;
-        scope.for_each_kid([&](const Scope& kid) {
-          if (steps == nullptr) steps = kid.find_local("steps2");
-        });
-        REQUIRE(steps != nullptr);
-        REQUIRE(steps->get<StepScopes>().scopes.size() == 2);
-        // The global block's activations: c, after, and i where the loop writes it; the kept steps.
-        const std::uint64_t expected = (conditional ? 0u : 4u) + 1 + 200000 + 2 * 2000u;
-        CHECK(executor.stats().live_bytes == expected);
-        // The second run's peak comes while the body runs: the first run's after (kept), the
-        // body's j and cj, and the inner loop's kept steps (the first run's, then its own).
-        CHECK(executor.stats().peak_activation_bytes == expected + (run == 0 ? 0u : 5u));
-      }
-    }
 }
 
 TEST_CASE("memory counting: eager deletion keeps counting step scopes that a later operator read",

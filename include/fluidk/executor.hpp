@@ -483,6 +483,13 @@ class Executor {
   // scopes of the loops inside its body whose StepScopes are the body's own: they live on
   // after the operator, in its shared scope, until those loops run again.
   void count_retained(prepared& p, std::size_t index);
+  // The counting block whose own activation a loop's StepScopes variable is, and which one:
+  // p (its activation `a`, -1 for none) or a block around it; none when no block counts it.
+  struct steps_owner {
+    prepared* block = nullptr;
+    std::size_t activation = 0;
+  };
+  steps_owner owner_of(prepared& p, std::int32_t a, const Variable& scopes) const noexcept;
   void add_retained(prepared& p, std::size_t slot, const prepared& body);
   void count_tensor(prepared& p, std::size_t a, const Tensor& t);
   static void uncount_storages(prepared& p, std::size_t a);
@@ -550,7 +557,7 @@ class Executor {
   // Counting, while a sub-block runs: the blocks around it that count, outermost first. Their
   // counts (the kept step scopes of their loops included) are added to the sub-block's for its
   // peak, and a storage one of them counts has no bytes in the blocks inside it.
-  std::vector<const prepared*> enclosing_;
+  std::vector<prepared*> enclosing_;
   std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
   std::uint64_t copy_bytes_ = 0;                       // their bytes
 };
@@ -880,13 +887,15 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
   } counting{trace_, traced, step};
   // Counting: while the sub-block runs, what this block holds counts with it (enclosing_):
   // as last counted, and again after each step, what the step wrote of it and the step's scope
-  // when the loop keeps it. A step costs what it wrote, not what the block holds.
-  const std::int32_t steps_activation =
-      p.counting_ && scopes != nullptr ? p.output_activation_[o.first_output + out[1]] : -1;
-  const bool count_steps = steps_activation >= 0 && p.own_[std::size_t(steps_activation)];
-  if (count_steps) count_storages(p, std::size_t(steps_activation));  // dropped above
+  // when the loop keeps it. A step costs what it wrote, not what the block holds. The kept
+  // steps count in the block whose own activation the StepScopes variable is: this one, or
+  // one around it (a loop in a body, its StepScopes declared by an enclosing block).
+  const steps_owner owner = p.counting_ && scopes != nullptr
+                                ? owner_of(p, p.output_activation_[o.first_output + out[1]], *scopes)
+                                : steps_owner{};
+  if (owner.block != nullptr) count_storages(*owner.block, owner.activation);  // dropped above
   struct enclosed {
-    std::vector<const prepared*>& blocks;
+    std::vector<prepared*>& blocks;
     std::size_t depth;
     ~enclosed() { blocks.resize(depth); }
   } within{enclosing_, enclosing_.size()};
@@ -900,8 +909,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
     if (!p.counting_) return;
     enclosing_.pop_back();
     count_flow_writes(p, index);
-    if (count_steps && c.keep_scopes)
-      count_step(p, std::size_t(steps_activation), *scopes->get<StepScopes>().scopes.back());
+    if (owner.block != nullptr && c.keep_scopes)
+      count_step(*owner.block, owner.activation, *scopes->get<StepScopes>().scopes.back());
     enclosing_.push_back(&p);
   };
   // The sub-block's operators count their own copies (copy_bytes_); its last one's are gone
@@ -1135,6 +1144,15 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_listed(prepared& p, std::size
     });
   };
   find(find, under);
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::steps_owner Executor::owner_of(
+    prepared& p, std::int32_t a, const Variable& scopes) const noexcept {
+  if (a >= 0 && p.own_[std::size_t(a)]) return {&p, std::size_t(a)};
+  for (auto q = enclosing_.rbegin(); q != enclosing_.rend(); ++q)
+    for (std::size_t b = 0; b < (*q)->activations_.size(); ++b)
+      if ((*q)->own_[b] && (*q)->activations_[b] == &scopes) return {*q, b};
+  return {};
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_retained(prepared& p, std::size_t index) {
