@@ -20,8 +20,9 @@ Files compiled:
   (separate)      executor.cpp again, with -DFLUIDK_SEPARATE_RUNTIME (and without
                   FLUIDK_RUNTIME_DEFINE): a file of a program that compiles the runtime once.
   declarations.cpp  every header of include/fluidk in executor.cpp's tree (the same -H listing),
-                  with -DFLUIDK_SEPARATE_RUNTIME: what executor.cpp compiles without the bodies of
-                  the runtime's functions, a floor under it that no change to those bodies lowers.
+                  with -DFLUIDK_SEPARATE_RUNTIME -DFLUIDK_SEPARATE_CPU_KERNELS: what executor.cpp
+                  compiles without the bodies of the runtime's functions and of the CPU transform
+                  kernels, a floor under it that no change to those bodies lowers.
   fluidk.cpp      #include <fluidk/fluidk.hpp> and nothing else.
 The last five with -fsyntax-only, 5 rounds.
 
@@ -165,10 +166,12 @@ def main():
         commands["baseline"] = syntax + [baseline]
         declarations = write("declarations.cpp",
                              "// Every header of fluidk in fluidk/executor.hpp's tree, compiled in the\n"
-                             "// separate mode: the header-only file without the runtime's bodies.\n" +
+                             "// separate modes: the header-only file without the bodies of the runtime's\n"
+                             "// functions and of the CPU transform kernels.\n" +
                              "".join("#include %s\n" % include_name(h, search_dirs + [os.path.realpath(include_dir)])
                                      for h in own))
-        commands["declarations"] = syntax + ["-DFLUIDK_SEPARATE_RUNTIME", declarations]
+        commands["declarations"] = syntax + ["-DFLUIDK_SEPARATE_RUNTIME", "-DFLUIDK_SEPARATE_CPU_KERNELS",
+                                             declarations]
     except RuntimeError as e:
         failed["baseline"] = failed["declarations"] = str(e)
     commands["executor"] = syntax + [executor]
@@ -209,7 +212,7 @@ def main():
               (len(headers), " ".join(include_name(h, search_dirs) for h in headers)))
     for name, what in (("baseline", "the baseline"), ("executor", "fluidk/executor.hpp alone"),
                        ("separate", "fluidk/executor.hpp alone, FLUIDK_SEPARATE_RUNTIME"),
-                       ("declarations", "fluidk/executor.hpp's tree of fluidk headers, FLUIDK_SEPARATE_RUNTIME"),
+                       ("declarations", "fluidk/executor.hpp's tree of fluidk headers, both separate modes"),
                        ("fluidk", "fluidk/fluidk.hpp alone")):
         if name in t:
             print("compile: %s -fsyntax-only of %s: %.2f s (%s), peak %.0f MiB" %
