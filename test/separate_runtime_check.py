@@ -44,7 +44,7 @@ INTERNAL = {
     "abandon_steps", "after_op", "bad_condition", "begin_count", "choose", "condition_holds", "context_for",
     "add_retained", "copied_bytes", "count_flow_writes", "count_listed", "count_retained", "count_step",
     "count_storages", "count_tensor", "drop_step_scopes", "listed", "lists", "local_for", "make_locals", "move_inputs",
-    "owner_of",
+    "hand_over", "owner_of",
     "own_copy", "rebind", "release", "reseat", "run_control", "run_instrumented", "run_op_slowly", "step_scopes_of",
     "run_step", "same_states", "share_content", "uncount_storages", "variable_named")}
 

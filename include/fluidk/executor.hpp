@@ -492,7 +492,12 @@ class Executor {
   steps_owner owner_of(prepared& p, std::int32_t a, const Variable& scopes) const noexcept;
   void add_retained(prepared& p, std::size_t slot, const prepared& body);
   void count_tensor(prepared& p, std::size_t a, const Tensor& t);
-  static void uncount_storages(prepared& p, std::size_t a);
+  // Takes activation `a`'s storages out of p's count, handing over those p lets go of.
+  void uncount_storages(prepared& p, std::size_t a);
+  // A storage whose bytes p counted and no longer counts (p let go of it, or p's run as a
+  // sub-block ended) that a block around p still holds with none (counted there while p held
+  // it) counts its bytes there from now on. Whether such a block took them.
+  bool hand_over(const prepared& p, std::uint64_t id, std::size_t bytes) noexcept;
 
   // After operator `index`: its outputs counted, the peak taken (its inputs' copies still
   // alive while it ran), the activations it used last released (eager deletion).
@@ -893,7 +898,6 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
   const steps_owner owner = p.counting_ && scopes != nullptr
                                 ? owner_of(p, p.output_activation_[o.first_output + out[1]], *scopes)
                                 : steps_owner{};
-  if (owner.block != nullptr) count_storages(*owner.block, owner.activation);  // dropped above
   struct enclosed {
     std::vector<prepared*>& blocks;
     std::size_t depth;
@@ -905,13 +909,15 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
   if (p.counting_ && !p.retained_slot_.empty() && p.retained_slot_[index] >= 0)
     uncount_storages(p, std::size_t(p.retained_slot_[index]));
   if (p.counting_) enclosing_.push_back(&p);
+  // The steps' owner counts with this block among the blocks around the sub-block: a storage
+  // that this block holds too (a kept step's view of its variable) counts once, here. (For
+  // this block's own counts that changes nothing: a storage it holds already counts in it.)
+  if (owner.block != nullptr) count_storages(*owner.block, owner.activation);  // dropped above
   auto stepped = [&] {
     if (!p.counting_) return;
-    enclosing_.pop_back();
     count_flow_writes(p, index);
     if (owner.block != nullptr && c.keep_scopes)
       count_step(*owner.block, owner.activation, *scopes->get<StepScopes>().scopes.back());
-    enclosing_.push_back(&p);
   };
   // The sub-block's operators count their own copies (copy_bytes_); its last one's are gone
   // when it returns, and this operator's own copies count again.
@@ -944,6 +950,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
       if (holds) {
         run_step(p, c, scopes);
         ++step;
+        stepped();  // its kept scope, where a block around this one declares its Scope
       }
     }
     --depth_;
@@ -1094,6 +1101,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_instrumented(prepared& p) {
       after_op(p, i);
     }
     stats_.live_bytes = p.live_;
+    // A sub-block's run ends: its count leaves the sum (its next run counts again).
+    if (!enclosing_.empty())
+      for (auto& [id, held] : p.storages_)
+        if (hand_over(p, id, held.bytes)) {
+          p.live_ -= held.bytes;
+          held.bytes = 0;
+        }
   } else {
     for (std::size_t i = 0; i < count; ++i) run_op(p, i);
   }
@@ -1180,11 +1194,30 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_tensor(prepared& p, std::size
   const std::uint64_t id = t.storage_id();
   if (id == 0) return;
   p.counted_[a].push_back(id);
-  const bool outside = std::any_of(enclosing_.begin(), enclosing_.end(),
-                                   [&](const prepared* q) { return q->storages_.contains(id); });
+  // A storage that a block around p counts with its bytes counts there. One counted there with
+  // none (a kept step's view, counted by an enclosing owner while a block inside it held the
+  // storage) has its bytes in that inner block, p perhaps, which counts it again here.
+  const bool outside = std::any_of(enclosing_.begin(), enclosing_.end(), [&](const prepared* q) {
+    const auto found = q->storages_.find(id);
+    return found != q->storages_.end() && found->second.bytes != 0;
+  });
   auto [it, made] = p.storages_.try_emplace(id, prepared::storage_count{outside ? 0 : t.storage_bytes(), 0});
   if (made) p.live_ += it->second.bytes;
   ++it->second.holders;
+}
+
+FLUIDK_DETAIL_RUNTIME_LINKAGE bool Executor::hand_over(const prepared& p, std::uint64_t id,
+                                                       std::size_t bytes) noexcept {
+  if (bytes == 0) return false;
+  for (prepared* q : enclosing_) {
+    if (q == &p) continue;
+    const auto held = q->storages_.find(id);
+    if (held == q->storages_.end() || held->second.bytes != 0) continue;
+    held->second.bytes = bytes;
+    q->live_ += bytes;
+    return true;
+  }
+  return false;
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::uncount_storages(prepared& p, std::size_t a) {
@@ -1192,6 +1225,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::uncount_storages(prepared& p, std::
     const auto it = p.storages_.find(id);
     if (--it->second.holders == 0) {
       p.live_ -= it->second.bytes;
+      hand_over(p, id, it->second.bytes);
       p.storages_.erase(it);
     }
   }
