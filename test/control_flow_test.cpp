@@ -928,6 +928,40 @@ TEST_CASE("while on OpenCL: a decoder loop with a CPU-only operator and a condit
   CHECK(w_cached == 7);
 }
 
+// A counted loop: `body` (its operators so far a step's work) counts `counter` up by one and
+// tests it against `limit` into `cond`; `block` starts the counter at 0 when `start` (else it
+// comes from outside), tests it, and runs the while over `body` with `counter` and `reads` as X,
+// keeping its steps in `steps` when one is named.
+void add_counted_loop(BlockDesc& block, BlockDesc& body, const std::string& counter, const std::string& cond,
+                      float limit, bool start, const std::string& steps = "",
+                      const std::vector<std::string>& reads = {}) {
+  body.append_op(op("cf_increment", {{"X", {counter}}}, {{"Out", {counter}}}));
+  body.append_op(op("cf_less", {{"X", {counter}}}, {{"Out", {cond}}}, {{"limit", limit}}));
+  if (start) block.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {counter}}}, {{"value", 0.0f}}));
+  block.append_op(op("cf_less", {{"X", {counter}}}, {{"Out", {cond}}}, {{"limit", limit}}));
+  std::vector<std::string> x{counter};
+  x.insert(x.end(), reads.begin(), reads.end());
+  slot_map outputs{{"Out", {counter, cond}}};
+  if (!steps.empty()) outputs["StepScopes"] = {steps};
+  block.append_op(op("while", {{"X", x}, {"Condition", {cond}}}, std::move(outputs),
+                     {{"sub_block", block_ref{body.idx()}}}));
+}
+
+// A program whose global block has the counter i, its condition c and a persistable p50000,
+// with a scope holding i = 0 and p50000 of 50000 floats (200000 bytes, what a fill of it makes).
+struct counting_program {
+  ProgramDesc program;
+  BlockDesc& global = program.global_block();
+  Scope scope;
+  counting_program() {
+    global.var("i");
+    global.var("c").dtype = data_type::boolean;
+    global.var("p50000").persistable = true;
+    scope.var("i").set(scalar(0));
+    scope.var("p50000").set(scalar(0, {50000}));
+  }
+};
+
 TEST_CASE("memory counting: what a body writes of the enclosing block, and the blocks together",
           "[control_flow][memory][regression]") {
   REQUIRE(registered);
@@ -1126,23 +1160,13 @@ TEST_CASE("memory counting: an inner loop's kept steps under a shared scope coun
         (steps_in_global ? global : outer).var("steps2").kind = var_kind::step_scopes;
         inner.var("t");
         inner.append_op(op("cf_fill", {{"X", {"p500"}}}, {{"Out", {"t"}}}, {{"value", 1.0f}}));
-        inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
-        inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-        outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
-        outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-        outer.append_op(op("while", {{"X", {"j"}}, {"Condition", {"cj"}}},
-                           {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
-                           {{"sub_block", block_ref{inner.idx()}}}));
-        global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
+        add_counted_loop(outer, inner, "j", "cj", 2.0f, true, "steps2");
         if (conditional) {
+          global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
           global.append_op(op("conditional_block", {{"Cond", {"c"}}}, {},
                               {{"sub_block", block_ref{outer.idx()}}, {"is_scalar_condition", true}}));
         } else {
-          // Three steps, in one scope (no StepScopes of its own).
-          outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-          outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 3.0f}}));
-          global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
-                              {{"sub_block", block_ref{outer.idx()}}}));
+          add_counted_loop(global, outer, "i", "c", 3.0f, false);  // three steps in one scope
         }
         // 200000 bytes made after the outer operator, while the inner loop's last steps live.
         global.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"after"}}}, {{"value", 3.0f}}));
@@ -1189,11 +1213,9 @@ TEST_CASE("memory counting: kept steps that view a body's variable count it once
       for (const bool eager : {false, true}) {
         INFO("x rewritten " << rewrite << ", steps2 the global block's " << steps_in_global
                             << ", eager deletion " << eager);
-        ProgramDesc program;
-        BlockDesc& global = program.global_block();
-        global.var("i");
-        global.var("c").dtype = data_type::boolean;
-        global.var("p50000").persistable = true;
+        counting_program fixture;
+        ProgramDesc& program = fixture.program;
+        BlockDesc& global = fixture.global;
         BlockDesc& outer = program.append_block(0);
         BlockDesc& inner = program.append_block(outer.idx());
         for (const char* name : {"x", "j", "z"}) outer.var(name);
@@ -1202,25 +1224,13 @@ TEST_CASE("memory counting: kept steps that view a body's variable count it once
         inner.var("views").kind = var_kind::lod_tensor_array;
         inner.append_op(op("cf_write", {{"X", {"x"}}, {"I", {"j"}}}, {{"Out", {"views"}}}));
         if (rewrite == 1) inner.append_op(op("cf_view", {{"X", {"x"}}}, {{"Out", {"x"}}}));
-        inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
-        inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
         outer.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"x"}}}, {{"value", 1.0f}}));
-        outer.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
-        outer.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 2.0f}}));
-        outer.append_op(op("while", {{"X", {"j", "x"}}, {"Condition", {"cj"}}},
-                           {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
-                           {{"sub_block", block_ref{inner.idx()}}}));
+        add_counted_loop(outer, inner, "j", "cj", 2.0f, true, "steps2", {"x"});
         if (rewrite == 2) outer.append_op(op("cf_view", {{"X", {"x"}}}, {{"Out", {"x"}}}));
         if (rewrite != 0)
           outer.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"z"}}}, {{"value", 2.0f}}));
-        outer.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-        outer.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-        global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-        global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
-                            {{"sub_block", block_ref{outer.idx()}}}));
-        Scope scope;
-        scope.var("i").set(scalar(0));
-        scope.var("p50000").set(scalar(0, {50000}));
+        add_counted_loop(global, outer, "i", "c", 1.0f, false);
+        Scope& scope = fixture.scope;
         Executor executor(cpu_place);
         auto prepared = executor.prepare(
             global, scope, {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "steps2"}});
@@ -1245,11 +1255,9 @@ TEST_CASE("memory counting: kept steps two blocks up keep a storage counted when
   REQUIRE(registered);
   for (const bool eager : {false, true}) {
     INFO("eager deletion " << eager);
-    ProgramDesc program;
-    BlockDesc& global = program.global_block();
-    global.var("i");
-    global.var("c").dtype = data_type::boolean;
-    global.var("p50000").persistable = true;
+    counting_program fixture;
+    ProgramDesc& program = fixture.program;
+    BlockDesc& global = fixture.global;
     global.var("steps2").kind = var_kind::step_scopes;
     BlockDesc& middle = program.append_block(0);
     BlockDesc& lower = program.append_block(middle.idx());
@@ -1260,29 +1268,12 @@ TEST_CASE("memory counting: kept steps two blocks up keep a storage counted when
     lower.var("cj").dtype = data_type::boolean;
     inner.var("views").kind = var_kind::lod_tensor_array;
     inner.append_op(op("cf_write", {{"X", {"x"}}, {"I", {"j"}}}, {{"Out", {"views"}}}));
-    inner.append_op(op("cf_increment", {{"X", {"j"}}}, {{"Out", {"j"}}}));
-    inner.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 1.0f}}));
     lower.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"x"}}}, {{"value", 1.0f}}));
-    lower.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"j"}}}, {{"value", 0.0f}}));
-    lower.append_op(op("cf_less", {{"X", {"j"}}}, {{"Out", {"cj"}}}, {{"limit", 1.0f}}));
-    lower.append_op(op("while", {{"X", {"j", "x"}}, {"Condition", {"cj"}}},
-                       {{"Out", {"j", "cj"}}, {"StepScopes", {"steps2"}}},
-                       {{"sub_block", block_ref{inner.idx()}}}));
-    lower.append_op(op("cf_increment", {{"X", {"k"}}}, {{"Out", {"k"}}}));
-    lower.append_op(op("cf_less", {{"X", {"k"}}}, {{"Out", {"ck"}}}, {{"limit", 1.0f}}));
-    middle.append_op(op("cf_fill", {{"X", {"i"}}}, {{"Out", {"k"}}}, {{"value", 0.0f}}));
-    middle.append_op(op("cf_less", {{"X", {"k"}}}, {{"Out", {"ck"}}}, {{"limit", 1.0f}}));
-    middle.append_op(op("while", {{"X", {"k"}}, {"Condition", {"ck"}}}, {{"Out", {"k", "ck"}}},
-                        {{"sub_block", block_ref{lower.idx()}}}));
+    add_counted_loop(lower, inner, "j", "cj", 1.0f, true, "steps2", {"x"});
+    add_counted_loop(middle, lower, "k", "ck", 1.0f, true);
     middle.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"w"}}}, {{"value", 2.0f}}));
-    middle.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-    middle.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-    global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-    global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
-                        {{"sub_block", block_ref{middle.idx()}}}));
-    Scope scope;
-    scope.var("i").set(scalar(0));
-    scope.var("p50000").set(scalar(0, {50000}));
+    add_counted_loop(global, middle, "i", "c", 1.0f, false);
+    Scope& scope = fixture.scope;
     Executor executor(cpu_place);
     auto prepared = executor.prepare(
         global, scope, {.eager_deletion = eager, .count_memory = !eager, .keep = {"i", "c", "steps2"}});
@@ -1302,11 +1293,9 @@ TEST_CASE("memory counting: a conditional_block's kept scope counts in the block
   REQUIRE(registered);
   for (const bool scope_in_global : {false, true}) {
     INFO("the Scope the global block's " << scope_in_global);
-    ProgramDesc program;
-    BlockDesc& global = program.global_block();
-    global.var("i");
-    global.var("c").dtype = data_type::boolean;
-    global.var("p50000").persistable = true;
+    counting_program fixture;
+    ProgramDesc& program = fixture.program;
+    BlockDesc& global = fixture.global;
     BlockDesc& body = program.append_block(0);
     BlockDesc& branch = program.append_block(body.idx());
     body.var("z");
@@ -1318,14 +1307,8 @@ TEST_CASE("memory counting: a conditional_block's kept scope counts in the block
     body.append_op(op("conditional_block", {{"Cond", {"yes"}}}, {{"Scope", {"kept"}}},
                       {{"sub_block", block_ref{branch.idx()}}, {"is_scalar_condition", true}}));
     body.append_op(op("cf_fill", {{"X", {"p50000"}}}, {{"Out", {"z"}}}, {{"value", 2.0f}}));
-    body.append_op(op("cf_increment", {{"X", {"i"}}}, {{"Out", {"i"}}}));
-    body.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-    global.append_op(op("cf_less", {{"X", {"i"}}}, {{"Out", {"c"}}}, {{"limit", 1.0f}}));
-    global.append_op(op("while", {{"X", {"i"}}, {"Condition", {"c"}}}, {{"Out", {"i", "c"}}},
-                        {{"sub_block", block_ref{body.idx()}}}));
-    Scope scope;
-    scope.var("i").set(scalar(0));
-    scope.var("p50000").set(scalar(0, {50000}));
+    add_counted_loop(global, body, "i", "c", 1.0f, false);
+    Scope& scope = fixture.scope;
     Executor executor(cpu_place);
     auto prepared = executor.prepare(global, scope, {.count_memory = true, .keep = {"i", "c", "kept"}});
     executor.run(prepared);
