@@ -561,7 +561,8 @@ class Executor {
   int depth_ = 0;  // sub-blocks being run: only the outermost run counts run_ns
   // Counting, while a sub-block runs: the blocks around it that count, outermost first. Their
   // counts (the kept step scopes of their loops included) are added to the sub-block's for its
-  // peak, and a storage one of them counts has no bytes in the blocks inside it.
+  // peak, and a storage one of them counts with its bytes has none in the blocks inside it
+  // (hand_over moves the bytes when their block lets go of it).
   std::vector<prepared*> enclosing_;
   std::vector<std::unique_ptr<Variable>> own_copies_;  // the running operator's (own_copy)
   std::uint64_t copy_bytes_ = 0;                       // their bytes
