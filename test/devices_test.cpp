@@ -101,6 +101,10 @@ TEST_CASE("device_memory_cache gives what it holds back to the device when empti
   {
     device_memory_cache cache(3, &pretend_device::release);
     CHECK(cache.limit() == device_memory_cache::default_limit);
+    // The backends' limit: 1 GiB, or a quarter of the device's memory where that is less.
+    static_assert(device_memory_cache::limit_for(0) == device_memory_cache::default_limit);
+    static_assert(device_memory_cache::limit_for(std::size_t(8) << 30) == device_memory_cache::default_limit);
+    static_assert(device_memory_cache::limit_for(std::size_t(2) << 30) == std::size_t(512) << 20);
     const auto no_wait = [] {};
     void* a = cache.allocate(16, make, no_wait);
     void* b = cache.allocate(16, make, no_wait);

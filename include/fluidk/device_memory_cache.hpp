@@ -14,6 +14,7 @@
 // (another CUDA stream) must wait for it before the tensor it uses is freed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -40,8 +41,14 @@ class device_memory_cache {
   };
 
   // At most this many bytes are held free by default, or a quarter of the device's memory where
-  // that is less (the backends set it); the oldest freed go to the driver beyond it (set_limit).
+  // that is less (limit_for, which the backends set); the oldest freed go to the driver beyond
+  // it (set_limit).
   static constexpr std::size_t default_limit = std::size_t(1) << 30;
+  // The limit for a device of `device_bytes` of memory: default_limit, or a quarter of it where
+  // that is less (0: not known, the default).
+  static constexpr std::size_t limit_for(std::size_t device_bytes) noexcept {
+    return device_bytes != 0 ? std::min(default_limit, device_bytes / 4) : default_limit;
+  }
 
   device_memory_cache(int device, release_function release, std::size_t limit = default_limit) noexcept
       : device_(device), release_(release), limit_(limit) {}

@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <mutex>
@@ -132,8 +131,8 @@ class cuda_context final : public device_context {
     detail::cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                        "cannot create a stream on " + place().to_string());
     std::size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess && total != 0)
-      memory_.set_limit(std::min(device_memory_cache::default_limit, total / 4));
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+      memory_.set_limit(device_memory_cache::limit_for(total));
     static_cast<void>(cudaGetLastError());
   }
   cuda_context(const cuda_context&) = delete;
@@ -145,8 +144,9 @@ class cuda_context final : public device_context {
   // can crash inside cuDNN.
   ~cuda_context() override {
     const detail::cuda_device_guard guard(device_);
-    if (guard.status() != cudaSuccess) memory_.abandon();
-    if (guard.status() == cudaSuccess) {
+    if (guard.status() != cudaSuccess) {
+      memory_.abandon();
+    } else {
       memory_.empty();
       if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
       if (cudnn_ != nullptr) static_cast<void>(cudnnDestroy(cudnn_));

@@ -19,7 +19,6 @@
 
 #include <CL/cl.h>
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -210,7 +209,7 @@ class opencl_context final : public device_context {
     }
     max_alloc_bytes_ = detail::opencl_device_value<cl_ulong>(device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 0);
     const std::size_t global = detail::opencl_device_value<cl_ulong>(device_, CL_DEVICE_GLOBAL_MEM_SIZE, 0);
-    if (global != 0) memory_.set_limit(std::min(device_memory_cache::default_limit, global / 4));
+    memory_.set_limit(device_memory_cache::limit_for(global));
   }
 
   opencl_context(const opencl_context&) = delete;
