@@ -51,7 +51,7 @@ TEST_CASE(
   CHECK(cache.stats() == device_memory_cache::statistics{3, 0, 0, 80, 2});
   // The same size: the one freed last, and no new buffer; another size: a new one.
   CHECK(cache.allocate(40, make, no_wait) == b);
-  cache.allocate(41, make, no_wait);
+  CHECK(cache.allocate(41, make, no_wait) != a);
   CHECK(made == 4);
   CHECK(cache.stats() == device_memory_cache::statistics{4, 1, 0, 40, 1});
   CHECK(pretend_device::released.empty());

@@ -352,9 +352,10 @@ class Executor {
     // The activations that a control-flow operator's sub-block writes (counted again after it):
     // of operator k, flow_written_[flow_written_ends_[k] .. flow_written_ends_[k + 1]).
     std::vector<std::uint32_t> flow_written_, flow_written_ends_;
-    // Per operator: for a control-flow operator whose steps share one scope, a counting slot
-    // (an index into counted_ past the activations) for the kept step scopes its body's own
-    // StepScopes (and those of shared-scope bodies inside it) still list after it; -1 otherwise.
+    // Per operator, when counting: for a control-flow operator whose steps share one scope, a
+    // counting slot (an index into counted_ past the activations) for the kept step scopes its
+    // body's own StepScopes (and those of shared-scope bodies inside it) still list after it;
+    // -1 otherwise.
     std::vector<std::int32_t> retained_slot_;
     std::vector<std::uint32_t> released_, release_ends_;
     // Counted storages: bytes and the activations that hold each; their sum.
@@ -907,8 +908,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::run_control(prepared& p, std::size_
   // What the body's own StepScopes keep is counted by the body while it runs (its
   // begin_count), and here again after the operator (after_op): not twice meanwhile, nor
   // after the inner loops dropped it.
-  if (p.counting_ && !p.retained_slot_.empty() && p.retained_slot_[index] >= 0)
-    uncount_storages(p, std::size_t(p.retained_slot_[index]));
+  if (p.counting_ && p.retained_slot_[index] >= 0) uncount_storages(p, std::size_t(p.retained_slot_[index]));
   if (p.counting_) enclosing_.push_back(&p);
   // The steps' owner counts with this block among the blocks around the sub-block: a storage
   // that this block holds too (a kept step's view of its variable) counts once, here. (For
@@ -1171,7 +1171,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::steps_owner Executor::owner_of(
 }
 
 FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::count_retained(prepared& p, std::size_t index) {
-  if (p.retained_slot_.empty() || p.retained_slot_[index] < 0) return;
+  if (p.retained_slot_[index] < 0) return;
   const std::size_t slot = std::size_t(p.retained_slot_[index]);
   uncount_storages(p, slot);
   add_retained(p, slot, *p.cold_[index].flow->body);
