@@ -6,15 +6,21 @@
 // code 1, and so does a context given to a destructor that runs after the pool was destroyed. Its
 // buffers go through a device_memory_cache in the context, as CUDA's and OpenCL's do: the context
 // gives its cached buffers back when it is destroyed, and a buffer freed after that goes straight
-// back to the device, not into the destroyed cache. Its own
-// executable: what it checks happens after main returns. Without Catch2, which would add static objects of
-// its own.
+// back to the device, not into the destroyed cache. A copy or an allocation asked for then fails
+// with an error that names the copy or the allocation once (a single "fluidk: " prefix); with the
+// OpenCL backend, its allocator and copies are checked so too. Its own executable: what it checks
+// happens after main returns. Without Catch2, which would add static objects of its own.
 #include <cstdio>
 #include <cstdlib>
 #include <fluidk/device.hpp>
 #include <fluidk/device_memory_cache.hpp>
 #include <fluidk/devices/cpu.hpp>
+#include <string>
 #include <string_view>
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+#include <fluidk/devices/opencl.hpp>
+#include <fluidk/tensor.hpp>
+#endif
 
 namespace {
 
@@ -76,6 +82,16 @@ struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::
 };
 
 namespace {
+
+// `what` (an error's message) begins with `begin`, holds `part` and has one "fluidk: " prefix.
+void expect_message(const char* check, std::string_view what, std::string_view begin, std::string_view part) {
+  const bool prefixed_once = what.find("fluidk: ", 1) == std::string_view::npos;
+  if (what.substr(0, begin.size()) != begin || what.find(part) == std::string_view::npos || !prefixed_once) {
+    std::fprintf(stderr, "FAIL: %s: the message is \"%.*s\"\n", check, int(what.size()), what.data());
+    std::_Exit(1);
+  }
+}
+
 // Made before main, so destroyed after the pool of contexts: a destructor that asks for a
 // device then (as one that flushes a tensor to the host would) gets device_unavailable, not a
 // context out of the destroyed pool.
@@ -98,7 +114,47 @@ struct late_user {
       std::_Exit(1);
     } catch (const fluidk::device_unavailable&) {
     }
+    const fluidk::memory_ref host{fluidk::cpu_place, nullptr, 0};
+    const fluidk::memory_ref device{fluidk::place::of<late_runtime_kind>(0), nullptr, 0};
+    try {
+      (void)fluidk::copy_context_of<late_runtime_kind>(0, host, device);
+      std::fputs("FAIL: a copy's context was given after the pool of contexts was destroyed\n", stderr);
+      std::_Exit(1);
+    } catch (const fluidk::device_unavailable& e) {
+      expect_message("a copy's context after the pool", e.what(),
+                     "fluidk: copy from Place(late_runtime:0) to Place(cpu): no device Place(late_runtime:0)",
+                     "destroyed at exit");
+    }
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+    if (opencl_kept.initialized()) check_opencl();
+#endif
   }
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+  // An OpenCL tensor made in main, freed here, after the OpenCL contexts (and maybe the list of
+  // OpenCL devices) are gone.
+  fluidk::Tensor opencl_kept;
+  void check_opencl() const {
+    const fluidk::place device = fluidk::place::of<fluidk::opencl>(0);
+    try {
+      const fluidk::Tensor late({4}, fluidk::data_type::float32, device);
+      std::fputs("FAIL: an OpenCL buffer was allocated after its contexts were destroyed\n", stderr);
+      std::_Exit(1);
+    } catch (const fluidk::allocation_error& e) {
+      expect_message("an OpenCL allocation after the contexts", e.what(),
+                     "fluidk: cannot allocate 16 bytes on Place(opencl:0): no device Place(opencl:0)",
+                     "destroyed at exit");
+    }
+    try {
+      (void)fluidk::copy_to(opencl_kept, fluidk::cpu_place);
+      std::fputs("FAIL: an OpenCL tensor was copied after its contexts were destroyed\n", stderr);
+      std::_Exit(1);
+    } catch (const fluidk::device_unavailable& e) {
+      expect_message("an OpenCL copy after the contexts", e.what(),
+                     "fluidk: copy from Place(opencl:0) to Place(cpu): no device Place(opencl:0)",
+                     "destroyed at exit");
+    }
+  }
+#endif
 } late_user_at_exit;
 }  // namespace
 
@@ -118,6 +174,14 @@ int main() {
   }
   traits::deallocate(0, again, 64);  // cached until the context is destroyed
   late_user_at_exit.buffer = traits::allocate(0, 32);
+#if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
+  const int opencl_devices = fluidk::device_traits<fluidk::opencl>::device_count();
+  if (opencl_devices > 0)
+    late_user_at_exit.opencl_kept =
+        fluidk::Tensor({4}, fluidk::data_type::float32, fluidk::place::of<fluidk::opencl>(0));
+  else
+    std::puts("skipped: the OpenCL checks at exit (no OpenCL device)");
+#endif
   std::puts("ok: the context is made; the check runs at exit");
   return 0;
 }

@@ -318,7 +318,9 @@ TEST_CASE("OpenCL allocations check the device's limits and name the place", "[d
   } catch (const allocation_error& e) {
     CHECK(e.where() == place::of<opencl>(missing));
     CHECK(e.bytes() == 16);
-    CHECK_THAT(e.what(), Catch::Contains("no OpenCL device"));
+    const std::string at = place::of<opencl>(missing).to_string();
+    CHECK(std::string(e.what()) == "fluidk: cannot allocate 16 bytes on " + at + ": no device " + at + ": " +
+                                       std::to_string(missing) + " device(s) of kind 'opencl' present");
   }
 }
 

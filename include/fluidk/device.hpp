@@ -271,6 +271,20 @@ typename device_traits<P>::context_type& context_of(int device = 0) {
   return detail::context_pool<P>::get(device);
 }
 
+// The context a copy between `src` and `dst` runs on, device `device` of kind P; without it
+// (no such device, or its contexts destroyed at exit), a device_unavailable that names both
+// ends of the copy. For a backend's copy_traits.
+template <class P>
+typename device_traits<P>::context_type& copy_context_of(int device, const memory_ref& dst,
+                                                         const memory_ref& src) {
+  try {
+    return context_of<P>(device);
+  } catch (const device_unavailable& e) {
+    throw device_unavailable("copy from " + src.place.to_string() + " to " + dst.place.to_string() + ": " +
+                             detail::unprefixed(e));
+  }
+}
+
 namespace detail {
 inline const device_entry& device_entry_for(const place& where) {
   startup_errors::instance().check();

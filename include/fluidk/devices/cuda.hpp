@@ -293,16 +293,6 @@ inline void* cuda_address(const memory_ref& ref) noexcept {
   return static_cast<std::byte*>(ref.handle) + ref.offset;
 }
 
-// The context of the device a copy runs on; without it, names both ends of the copy.
-inline cuda_context& cuda_copy_context(int device, const memory_ref& dst, const memory_ref& src) {
-  try {
-    return context_of<cuda>(device);
-  } catch (const device_unavailable& e) {
-    throw device_unavailable("copy from " + src.place.to_string() + " to " + dst.place.to_string() + ": " +
-                             detail::unprefixed(e));
-  }
-}
-
 inline void cuda_copy_check(cudaError_t status, const char* what, const memory_ref& dst,
                             const memory_ref& src) {
   if (status == cudaSuccess) return;
@@ -321,7 +311,7 @@ inline void cuda_copy_check(cudaError_t status, const char* what, const memory_r
 template <>
 struct copy_traits<cpu, cuda> {
   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
-    cuda_context& context = detail::cuda_copy_context(dst.place.device(), dst, src);
+    cuda_context& context = copy_context_of<cuda>(dst.place.device(), dst, src);
     const detail::cuda_device_guard guard(context.device());
     detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
     const void* from = detail::cuda_address(src);
@@ -342,7 +332,7 @@ struct copy_traits<cpu, cuda> {
 template <>
 struct copy_traits<cuda, cpu> {
   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
-    cuda_context& context = detail::cuda_copy_context(src.place.device(), dst, src);
+    cuda_context& context = copy_context_of<cuda>(src.place.device(), dst, src);
     const detail::cuda_device_guard guard(context.device());
     detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
     detail::cuda_copy_check(cudaMemcpyAsync(detail::cuda_address(dst), detail::cuda_address(src), bytes,
@@ -364,7 +354,7 @@ struct copy_traits<cuda, cuda> {
   static void copy(const memory_ref& dst, const memory_ref& src, std::size_t bytes) {
     const int to = dst.place.device();
     const int from = src.place.device();
-    cuda_context& target = detail::cuda_copy_context(to, dst, src);
+    cuda_context& target = copy_context_of<cuda>(to, dst, src);
     if (from == to) {
       const detail::cuda_device_guard guard(to);
       detail::cuda_copy_check(guard.status(), "cudaSetDevice", dst, src);
@@ -389,7 +379,7 @@ struct copy_traits<cuda, cuda> {
                               "cudaMemcpyAsync", dst, src);
       return;
     }
-    cuda_context& source = detail::cuda_copy_context(from, dst, src);
+    cuda_context& source = copy_context_of<cuda>(from, dst, src);
     cudaEvent_t source_ready = nullptr;
     cudaEvent_t copy_done = nullptr;
     {

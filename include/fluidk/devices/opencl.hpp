@@ -272,11 +272,9 @@ struct device_traits<opencl> {
     try {
       context = &context_of<opencl>(device);
     } catch (const device_unavailable& e) {
-      const int count = device_count();
-      throw allocation_error(where, bytes,
-                             device < 0 || device >= count
-                                 ? "no OpenCL device (" + std::to_string(count) + " present)"
-                                 : std::string(e.what()));
+      // Its message says why: no such device (and how many there are), or the contexts were
+      // destroyed at exit (when the device list may be gone too, so it is not read here).
+      throw allocation_error(where, bytes, detail::unprefixed(e));
     }
     // Checked here, so that the error names the limit, whatever the implementation does with
     // such sizes (PoCL 3.1 answers CL_INVALID_BUFFER_SIZE). Buffers within the limit may
@@ -325,7 +323,7 @@ inline cl_mem opencl_mem(const memory_ref& ref) noexcept { return static_cast<cl
 
 // Blocking read of a device range into host memory.
 inline void opencl_read(const memory_ref& dst, const memory_ref& src, void* host, std::size_t bytes) {
-  const cl_command_queue queue = context_of<opencl>(src.place.device()).queue();
+  const cl_command_queue queue = copy_context_of<opencl>(src.place.device(), dst, src).queue();
   const cl_int status =
       clEnqueueReadBuffer(queue, opencl_mem(src), CL_TRUE, src.offset, bytes, host, 0, nullptr, nullptr);
   if (status != CL_SUCCESS) opencl_copy_failed(dst, src, bytes, "clEnqueueReadBuffer", status);
@@ -333,7 +331,7 @@ inline void opencl_read(const memory_ref& dst, const memory_ref& src, void* host
 
 // Blocking write of host memory into a device range.
 inline void opencl_write(const memory_ref& dst, const memory_ref& src, const void* host, std::size_t bytes) {
-  const cl_command_queue queue = context_of<opencl>(dst.place.device()).queue();
+  const cl_command_queue queue = copy_context_of<opencl>(dst.place.device(), dst, src).queue();
   const cl_int status =
       clEnqueueWriteBuffer(queue, opencl_mem(dst), CL_TRUE, dst.offset, bytes, host, 0, nullptr, nullptr);
   if (status != CL_SUCCESS) opencl_copy_failed(dst, src, bytes, "clEnqueueWriteBuffer", status);
@@ -372,7 +370,7 @@ struct copy_traits<opencl, opencl> {
     if (bytes == 0 || (same_buffer && dst.offset == src.offset)) return;  // nothing moves
     const bool overlap = overlapping(dst, bytes, src, bytes);
     if (dst.place == src.place && !overlap) {
-      const cl_command_queue queue = context_of<opencl>(dst.place.device()).queue();
+      const cl_command_queue queue = copy_context_of<opencl>(dst.place.device(), dst, src).queue();
       cl_int status = clEnqueueCopyBuffer(queue, detail::opencl_mem(src), detail::opencl_mem(dst), src.offset,
                                           dst.offset, bytes, 0, nullptr, nullptr);
       if (status != CL_SUCCESS) detail::opencl_copy_failed(dst, src, bytes, "clEnqueueCopyBuffer", status);
