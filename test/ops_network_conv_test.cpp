@@ -102,16 +102,23 @@ struct conv_case {
             {"groups", std::int32_t(groups)},
             {"padding_algorithm", algorithm}};
   }
-  // Whether an output row or column lies wholly in the padding (explicit paddings): the oneDNN
-  // kernel then runs a convolution with ResidualData blocked, not NHWC (oneDNN 2.6's NHWC one
-  // is wrong there).
+  // Whether an output row or column lies wholly in the padding, no tap of its window on the
+  // input (explicit paddings): the oneDNN kernel then runs a convolution with ResidualData
+  // blocked, not NHWC (oneDNN 2.6's NHWC one is wrong there). Every tap of every window tried.
   bool output_in_padding() const {
     const std::int64_t size[2] = {h, w}, k[2] = {kh, kw}, begin[2] = {pads[0], pads[2]},
                        end[2] = {pads[1], pads[3]};
-    for (int i = 0; i < 2; ++i) {
-      const std::int64_t extent = d[std::size_t(i)] * (k[i] - 1) + 1;
-      const std::int64_t out = (size[i] + begin[i] + end[i] - extent) / s[std::size_t(i)] + 1;
-      if (out > 0 && (begin[i] >= extent || (out - 1) * s[std::size_t(i)] - begin[i] >= size[i])) return true;
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t extent = d[i] * (k[i] - 1) + 1;
+      const std::int64_t out = (size[i] + begin[i] + end[i] - extent) / s[i] + 1;
+      for (std::int64_t o = 0; o < out; ++o) {
+        bool touches = false;
+        for (std::int64_t t = 0; t < k[i]; ++t) {
+          const std::int64_t at = o * s[i] - begin[i] + t * d[i];
+          touches = touches || (at >= 0 && at < size[i]);
+        }
+        if (!touches) return true;
+      }
     }
     return false;
   }
@@ -511,6 +518,11 @@ TEST_CASE(
   cases.push_back({1, 8, 6, 8, 12, 1, 1, 1, {2, 1}, {1, 1}, {1, 0, 0, 0}});
   cases.push_back({1, 8, 6, 8, 12, 3, 3, 1, {2, 1}, {1, 1}, {1, 4, 1, 1}});
   cases.push_back({1, 8, 5, 6, 16, 1, 1, 1, {1, 2}, {1, 1}, {0, 0, 2, 0}});
+  // ... and rows, or a column, whose dilated taps step over the input: the only row of a
+  // one-row input, the last of two rows, the first column.
+  cases.push_back({1, 8, 1, 8, 12, 2, 1, 1, {1, 1}, {3, 1}, {2, 1, 0, 0}});
+  cases.push_back({1, 8, 2, 8, 12, 2, 1, 1, {1, 1}, {4, 1}, {3, 1, 0, 0}});
+  cases.push_back({1, 8, 6, 2, 12, 1, 2, 1, {1, 1}, {1, 4}, {0, 0, 3, 1}});
   std::vector<epilogue_case> epilogues;
   for (const char* act : {"", "relu", "clip", "sigmoid"})
     for (int mask = 0; mask < 4; ++mask)

@@ -800,6 +800,33 @@ TEST_CASE("elementwise_sub and _div, oneDNN, X the broadcast operand: X - Y and 
         CHECK(plain[0] == (op == "elementwise_sub" ? x0 - y0 : x0 / y0));
       }
 }
+
+TEST_CASE(
+    "elementwise ops, oneDNN, a blocked operand against one of a higher rank: a row-major Out of that rank",
+    "[ops][elementwise][onednn][regression]") {
+  // [3, 20, 4, 5] in nChw8c or nChw16c with [1, 1, 1, 1, 5] broadcasts to [1, 3, 20, 4, 5]:
+  // Out has the blocked operand's elements but not its rank, so no 4-D blocked layout holds it
+  // (the oneDNN kernel made Out in the operand's layout and failed).
+  Scope scope;
+  scope.var("row5").set(LoDTensor(random_tensor<float>({1, 1, 1, 1, 5}, 0.5, 2)));
+  scope.var("full8").set(
+      LoDTensor(random_tensor<float>({3, 20, 4, 5}, 0.5, 2, data_layout_of<layout::nChw8c>)));
+  scope.var("full16").set(
+      LoDTensor(random_tensor<float>({3, 20, 4, 5}, 0.5, 2, data_layout_of<layout::nChw16c>)));
+  for (const std::string op : {"elementwise_add", "elementwise_mul", "elementwise_sub", "elementwise_div"})
+    for (const std::string full : {"full8", "full16"})
+      for (const bool full_is_x : {true, false}) {
+        const std::string x = full_is_x ? full : "row5", y = full_is_x ? "row5" : full;
+        INFO(op << " X " << x << " Y " << y);
+        for (const bool dnn : {false, true})
+          run_rt(scope, op, {{"X", {x}}, {"Y", {y}}}, {{"Out", {dnn ? "dnn" : "plain"}}},
+                 attribute_map{{"use_onednn", dnn}});
+        const Tensor& out = scope.get("dnn").get<LoDTensor>();
+        CHECK(out.dims() == dims{1, 3, 20, 4, 5});
+        CHECK(!out.layout().blocked());
+        CHECK(values<float>(scope.get("dnn")) == values<float>(scope.get("plain")));
+      }
+}
 #endif
 
 // --- softmax_with_cross_entropy -------------------------------------------------------------

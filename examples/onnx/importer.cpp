@@ -428,6 +428,10 @@ class translator {
         rank[input.name()] = input.type().tensor_type().shape().dim_size();
     for (const TensorProto& init : graph.initializer()) rank[init.name()] = init.dims_size();
     std::map<std::string, int, std::less<>> constant_lengths;  // of the 1-D Constant nodes' values
+    // The ops whose inputs broadcast (numpy's rule from opset 7): Out has the larger rank.
+    static const std::set<std::string, std::less<>> broadcasting = {
+        "Add",   "Sub", "Mul", "Div", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+        "Equal", "And", "Or",  "Xor"};
     auto rank_of = [&](const std::string& name) {
       const auto it = rank.find(name);
       return it == rank.end() ? -1 : it->second;
@@ -450,9 +454,17 @@ class translator {
         }
       }
       int out = -1;  // the rank of output 0
+      // The length of a 1-D constant input (Reshape's shape, Unsqueeze's axes), or -1.
+      const auto constant_length = [&](int input) {
+        if (const TensorProto* value = constant_input(n, input); value != nullptr && value->dims_size() == 1)
+          return int(value->dims(0));
+        const auto it = constant_lengths.find(n.input(input));
+        return it != constant_lengths.end() ? it->second : -1;
+      };
       if (type == "Flatten" || type == "Gemm") {
         out = 2;
-      } else if (type == "Add" || type == "Mul") {
+      } else if (broadcasting.contains(type)) {
+        // Before opset 7, Out has A's shape (B broadcast to it by the broadcast attribute).
         const int y = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
         out = n.version < 7 ? x : (x < 0 || y < 0 ? -1 : std::max(x, y));
       } else if (type == "MatMul") {
@@ -461,12 +473,18 @@ class translator {
       } else if (type == "Reshape") {
         if (n.version < 5) {
           if (const auto shape = n.ints("shape")) out = int(shape->size());
-        } else if (const TensorProto* shape = constant_input(n, 1);
-                   shape != nullptr && shape->dims_size() == 1) {
-          out = int(shape->dims(0));
-        } else if (const auto it = constant_lengths.find(n.input(1)); it != constant_lengths.end()) {
-          out = it->second;
+        } else {
+          out = constant_length(1);
         }
+      } else if (type == "Unsqueeze") {
+        // X's rank and one more per axis (an attribute before opset 13, then input 1).
+        int axes = -1;
+        if (n.version < 13) {
+          if (const auto listed = n.ints("axes")) axes = int(listed->size());
+        } else {
+          axes = constant_length(1);
+        }
+        if (x >= 0 && axes >= 0) out = x + axes;
       } else if (type == "Constant") {
         if (proto.attribute_size() == 1) {
           const AttributeProto& a = proto.attribute(0);
@@ -477,7 +495,11 @@ class translator {
           if (list)
             constant_lengths[proto.output(0)] = a.name() == "value_ints" ? a.ints_size() : a.floats_size();
         }
-      } else {  // Relu, Sigmoid, Clip, Identity, Dropout, BatchNormalization, Softmax, Concat, the windows
+      } else if (type == "If" || type == "Loop") {
+        out = -1;  // what the body gives (input 0 is the condition, or the trip count)
+      } else {
+        // Relu, Sigmoid, Clip, Identity, Dropout, BatchNormalization, Softmax, Concat, Cast,
+        // Ceil, Not, Slice, the windows: X's rank.
         out = x;
       }
       if (proto.output_size() > 0 && out >= 0) rank[proto.output(0)] = out;

@@ -420,19 +420,24 @@ struct conv2d_onednn {
 
   // Whether oneDNN 2.6's NHWC convolution would be wrong here: its brgemm-based one
   // (brgconv:avx512_core) computes wrong values, or crashes, for an output row whose window
-  // lies wholly in the padding when the sum post-op adds ResidualData (with Bias or an
-  // activation besides): Input [1, 8, 6, 8], a 1x1 Filter of 12, strides {2, 1}, top padding
-  // 1 gave 0.12 for 0.68 in the first row, and a segmentation fault with clip instead of Bias,
-  // in a program of oneDNN's API alone. Such a convolution runs blocked (checked on both axes:
-  // columns are not known to be affected, and the shapes are rare).
+  // lies wholly in the padding (no tap on the input) when the sum post-op adds ResidualData
+  // (with Bias or an activation besides): Input [1, 8, 6, 8], a 1x1 Filter of 12, strides
+  // {2, 1}, top padding 1 gave 0.12 for 0.68 in the first row, and a segmentation fault with
+  // clip instead of Bias, in a program of oneDNN's API alone; so did a row whose dilated taps
+  // step over a short input (Input height 1, a 2x1 Filter, dilation 3, top padding 2). Such a
+  // convolution runs blocked (checked on both axes: columns are not known to be affected, and
+  // the shapes are rare).
   static bool brgemm_residual_defect(const conv2d_geometry& g, const conv2d_epilogue& e) {
     if (!e.residual) return false;
     const std::int64_t size[2] = {g.h, g.w}, taps[2] = {g.kh, g.kw}, out[2] = {g.oh, g.ow};
-    for (std::size_t i = 0; i < 2; ++i) {
-      const std::int64_t extent = g.dilations[i] * (taps[i] - 1) + 1;
-      if (out[i] > 0 && (g.paddings[i] >= extent || (out[i] - 1) * g.strides[i] - g.paddings[i] >= size[i]))
-        return true;
-    }
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::int64_t o = 0; o < out[i]; ++o) {
+        // The window's first tap at or after the input's start; none on the input: the row is
+        // wholly in the padding.
+        const std::int64_t start = o * g.strides[i] - g.paddings[i];
+        const std::int64_t first = start >= 0 ? 0 : (g.dilations[i] - 1 - start) / g.dilations[i];
+        if (first >= taps[i] || start + first * g.dilations[i] >= size[i]) return true;
+      }
     return false;
   }
 

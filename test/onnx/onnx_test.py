@@ -810,6 +810,51 @@ def gemm_loop_expected(loop_reads_gemm, x, m):
     return [v]
 
 
+def ranked_conv_model(kind):
+    """A Conv whose input's rank the importer follows from another op before ONNX's shape
+    inference (check_window_ranks): "sub", a rank-1 constant minus a rank-4 input (rank 4, the
+    larger); "unsqueeze" and "unsqueeze11", a rank-3 input unsqueezed at axis 0 (by Unsqueeze
+    13's axes input, or 11's attribute); "if", an If whose branches give the rank-4 input or its
+    Relu (the rank of its branches, not of its condition). Its numpy twin is
+    ranked_conv_expected."""
+    f = TensorProto.FLOAT
+    w = numpy_helper.from_array(np.linspace(-1, 1, 2 * 2 * 3 * 3).astype(np.float32).reshape(2, 2, 3, 3), "w")
+    x4, x3 = value("x", f, [1, 2, 5, 5]), value("x", f, [2, 5, 5])
+    inputs, opset, nodes = [x4], 13, []
+    if kind == "sub":
+        nodes = [scalar_constant("c", np.array([0.5], np.float32)), helper.make_node("Sub", ["c", "x"], ["v"])]
+    elif kind == "unsqueeze":
+        inputs = [x3]
+        nodes = [scalar_constant("axes", np.array([0], np.int64)), helper.make_node("Unsqueeze", ["x", "axes"], ["v"])]
+    elif kind == "unsqueeze11":
+        inputs, opset = [x3], 11
+        nodes = [helper.make_node("Unsqueeze", ["x"], ["v"], axes=[0])]
+    else:
+        inputs = [x4, value("a", TensorProto.BOOL, [])]
+        then_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "then", [],
+                                        [value("y", f, [1, 2, 5, 5])])
+        else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "else", [],
+                                        [value("y", f, [1, 2, 5, 5])])
+        nodes = [helper.make_node("If", ["a"], ["v"], then_branch=then_branch, else_branch=else_branch)]
+    graph = helper.make_graph(nodes + [helper.make_node("Conv", ["v", "w"], ["y"], name="conv")], "ranked",
+                              inputs, [value("y", f, [1, 2, 3, 3])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def ranked_conv_expected(kind, x, a=None):
+    if kind == "sub":
+        v = 0.5 - x
+    elif kind.startswith("unsqueeze"):
+        v = x.reshape(1, 2, 5, 5)
+    else:
+        v = x if a else np.maximum(x, 0)
+    w = np.linspace(-1, 1, 2 * 2 * 3 * 3).astype(np.float32).reshape(2, 2, 3, 3)
+    return [conv_nchw(v.astype(np.float32), w).astype(np.float32)]
+
+
 def control_flow(args):
     started = time.monotonic()
     f, b = TensorProto.FLOAT, TensorProto.BOOL
@@ -857,6 +902,15 @@ def control_flow(args):
             cases.append((f"Gemm + Relu before a Loop whose body reads {'g' if reads else 'r'}",
                           f"gemm_loop_{int(reads)}", gemm_loop_model(reads), inputs,
                           gemm_loop_expected(reads, *inputs), {"gemm_activation": 0 if reads else 1}))
+        # A Conv's input whose rank the importer follows through Sub, Unsqueeze and If (it
+        # refused these, taking the rank of Sub's first input, Unsqueeze's input or If's condition).
+        x4 = np.linspace(-2, 2, 50).astype(np.float32).reshape(1, 2, 5, 5)
+        for kind, inputs in [("sub", [x4]), ("unsqueeze", [x4.reshape(2, 5, 5)]),
+                             ("unsqueeze11", [x4.reshape(2, 5, 5)]), ("if", [x4, np.array(True)]),
+                             ("if", [x4, np.array(False)])]:
+            what = f"Conv after {kind}" + (f" ({inputs[1]})" if len(inputs) > 1 else "")
+            cases.append((what, f"ranked_{kind}_{len(cases)}", ranked_conv_model(kind), inputs,
+                          ranked_conv_expected(kind, *inputs)))
         for case in cases:
             what, name, model, inputs, expected = case[:5]
             fused_expected = case[5] if len(case) > 5 else None

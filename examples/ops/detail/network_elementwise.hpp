@@ -337,12 +337,12 @@ void blocked_broadcast(const float* a, const float* b, float* out, const dims& d
 // oneDNN's binary primitive, declared for the wildcard layout and for nChw8c and nChw16c:
 //   - the same dims and layout: one run over the storage, any layout (oneDNN's jit);
 //   - otherwise the operand of Out's dims is source 0 (oneDNN 2 broadcasts source 1 only).
-//     Source 0 blocked: Out in its layout and the other operand row-major, combined by
-//     blocked_broadcast in the operation's order (oneDNN's jit takes a repeating source 1 only
-//     in the blocked layout of its own vector length, the others by its reference
-//     implementation; the loop reads the operand as it is, with no reorder); else both in
-//     row-major order, described by strides, where that order is the operation's: Y the full
-//     one, sub and div (which do not commute) take the plain kernel;
+//     Source 0 blocked, of Out's rank: Out in its layout and the other operand row-major,
+//     combined by blocked_broadcast in the operation's order (oneDNN's jit takes a repeating
+//     source 1 only in the blocked layout of its own vector length, the others by its
+//     reference implementation; the loop reads the operand as it is, with no reorder); else
+//     both in row-major order, described by strides, where that order is the operation's: Y
+//     the full one, sub and div (which do not commute) take the plain kernel;
 //   - neither of Out's dims (both broadcast), or empty: the plain kernel, which computes the
 //     same numbers.
 // The primitive is kept in the context's oneDNN cache by its algorithm and descriptions.
@@ -383,9 +383,13 @@ struct elementwise_binary_onednn {
     const Tensor& other = x_full ? y : x;
     const std::span<const std::int64_t> other_dims(x_full ? g.y_aligned.data() : g.x_aligned.data(),
                                                    g.out.rank());
-    if (!x_full && !commutes && !full.layout().blocked()) return elementwise_binary_cpu<float, Op>{}(ctx);
+    // Out in the full operand's blocked layout: where it has that operand's rank (a rank-4
+    // operand broadcast against a rank-5 one gives a rank-5 Out, which no 4-D blocked layout
+    // holds: row-major then).
+    const bool blocked = full.layout().blocked() && g.out.rank() == full.dims().rank();
+    if (!x_full && !commutes && !blocked) return elementwise_binary_cpu<float, Op>{}(ctx);
     const Tensor source1 = detail::row_major(other);
-    if (full.layout().blocked()) {
+    if (blocked) {
       Tensor out(g.out, data_type::float32, ctx.place(), full.layout());
       const float* a = full.data<float>();
       const float* b = source1.data<float>();
