@@ -25,6 +25,8 @@
 #include <span>
 #include <sstream>
 
+#include "ops/detail/window.hpp"
+
 namespace fluidk::onnx_import {
 
 static_assert(std::endian::native == std::endian::little,
@@ -1060,6 +1062,15 @@ void translator::conv(const node_view& n) {
   const auto dilations = pair_attribute(n, "dilations", {1, 1});
   const std::int64_t group = n.int_or("group", 1);
   if (group < 1) n.refuse_attribute("group", "is " + std::to_string(group) + "; it must be positive");
+  // W [M, C / group, kH, kW] against X's C channels (ONNX Runtime fails such a model when it
+  // runs; conv2d would too).
+  if (ws[0] >= 0 && ws[0] % group != 0)
+    n.refuse("W " + dims_text(ws) + " has " + std::to_string(ws[0]) + " output channels, which group (" +
+             std::to_string(group) + ") does not divide");
+  if (xs[1] >= 0 && ws[1] >= 0 && xs[1] != ws[1] * group)
+    n.refuse("X " + dims_text(xs) + " has " + std::to_string(xs[1]) + " channels; W " + dims_text(ws) +
+             " with group " + std::to_string(group) + " takes " + std::to_string(ws[1] * group) +
+             " (W's dim 1 is C / group)");
   const auto pads = paddings(n, xs, kernel, strides, dilations);
 
   std::vector<std::int64_t> computed{xs[0], ws[0], -1, -1};
@@ -1251,6 +1262,12 @@ void translator::pool(const node_view& n, bool max) {
       n.refuse_attribute("ceil_mode", "makes a last window that starts in the end padding (axis " +
                                           std::to_string(2 + i) +
                                           "); ONNX Runtime drops such a window, pool2d keeps it");
+    if (const std::int64_t empty = ops::detail::first_window_without_input(out, size, kernel[k], strides[k],
+                                                                           pads[k][0], dilations[k]);
+        empty >= 0)
+      n.refuse("window " + std::to_string(empty) + " of axis " + std::to_string(2 + i) +
+               " reads no input cell, its dilated taps stepping over the input " + dims_text(xs) +
+               "; pool2d refuses such a window");
     if (count_include_pad && last + extent > padded)
       n.refuse_attribute("count_include_pad",
                          "is 1 with ceil_mode, and the last window runs past the padded input "

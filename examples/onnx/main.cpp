@@ -287,8 +287,11 @@ std::string shape_text(const dims& d) {
   return out + "]";
 }
 
+// Where a host tensor's elements start.
+const void* elements(const Tensor& t) { return static_cast<const char*>(t.handle()) + t.offset(); }
+
 double element(const Tensor& t, std::int64_t i) {
-  const void* base = static_cast<const char*>(t.handle()) + t.offset();
+  const void* base = elements(t);
   switch (t.dtype()) {
     case data_type::float32:
       return static_cast<const float*>(base)[i];
@@ -331,13 +334,24 @@ bool compare(std::size_t k, const std::string& name, const Tensor& actual, const
   // numpy.isclose's rule, |a - e| <= atol + rtol |e|; equal values (infinities) and NaN
   // against NaN match, and an infinity matches only itself (rtol |e| of an infinite e would
   // let any finite value pass). The relative error is over elements whose expected value is
-  // not 0.
+  // not 0. int64 elements are compared as integers, their difference taken exactly: a double
+  // holds them exactly only up to 2^53, and two that differ above it could round to one.
   double max_abs = 0, max_rel = 0;
   bool close = true;
+  const bool int64 = actual.dtype() == data_type::int64;
+  const auto int64_at = [](const Tensor& t, std::int64_t i) {
+    return static_cast<const std::int64_t*>(elements(t))[i];
+  };
   for (std::int64_t i = 0; i < actual.numel(); ++i) {
     const double a = element(actual, i), e = element(expected, i);
-    if (a == e || (std::isnan(a) && std::isnan(e))) continue;
-    const double diff = std::abs(a - e);
+    double diff = std::abs(a - e);
+    if (int64) {
+      const std::int64_t ai = int64_at(actual, i), ei = int64_at(expected, i);
+      if (ai == ei) continue;
+      diff = double(ai > ei ? std::uint64_t(ai) - std::uint64_t(ei) : std::uint64_t(ei) - std::uint64_t(ai));
+    } else if (a == e || (std::isnan(a) && std::isnan(e))) {
+      continue;
+    }
     if (std::isinf(a) || std::isinf(e) || !(diff <= atol + rtol * std::abs(e))) close = false;
     max_abs = std::isnan(diff) || std::isnan(max_abs) ? std::numeric_limits<double>::quiet_NaN()
                                                       : std::max(max_abs, diff);

@@ -58,6 +58,7 @@
 #include "ops/detail/common.hpp"
 #include "ops/detail/gemm.hpp"
 #include "ops/detail/network_activation.hpp"
+#include "ops/detail/window.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
 #endif
@@ -431,13 +432,9 @@ struct conv2d_onednn {
     if (!e.residual) return false;
     const std::int64_t size[2] = {g.h, g.w}, taps[2] = {g.kh, g.kw}, out[2] = {g.oh, g.ow};
     for (std::size_t i = 0; i < 2; ++i)
-      for (std::int64_t o = 0; o < out[i]; ++o) {
-        // The window's first tap at or after the input's start; none on the input: the row is
-        // wholly in the padding.
-        const std::int64_t start = o * g.strides[i] - g.paddings[i];
-        const std::int64_t first = start >= 0 ? 0 : (g.dilations[i] - 1 - start) / g.dilations[i];
-        if (first >= taps[i] || start + first * g.dilations[i] >= size[i]) return true;
-      }
+      if (detail::first_window_without_input(out[i], size[i], taps[i], g.strides[i], g.paddings[i],
+                                             g.dilations[i]) >= 0)
+        return true;
     return false;
   }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "ops/detail/common.hpp"
+#include "ops/detail/window.hpp"
 #if FLUIDK_OPS_ONEDNN
 #include "ops/detail/onednn.hpp"
 #endif
@@ -151,18 +152,13 @@ struct pool2d_geometry {
       // A ceil-mode window that would start in the end padding is dropped, as ONNX Runtime does.
       if (ceil_mode && (out[a] - 1) * g.strides[a] >= size[a] + g.paddings[a]) --out[a];
       require(size[a] > 0, ctx, "X " + x.dims().to_string() + " has an empty spatial dimension: no window");
-      // Every window must read an input cell. The paddings are below the extent, so only a
-      // window that starts in the front padding of an input smaller than the dilation can miss
-      // it, its taps stepping over the input.
-      for (std::int64_t o = 0; size[a] < g.dilations[a] && o < out[a] && o * g.strides[a] < g.paddings[a];
-           ++o) {
-        const std::int64_t start = o * g.strides[a] - g.paddings[a];
-        const std::int64_t first =
-            start >= 0 ? 0 : (-start + g.dilations[a] - 1) / g.dilations[a];  // first tap at or past 0
-        require(first < g.ksize[a] && start + first * g.dilations[a] < size[a], ctx,
-                "window " + std::to_string(o) + " of axis " + std::to_string(2 + a) + " of X " +
-                    x.dims().to_string() + " reads no input cell (only padding, or taps stepping over it)");
-      }
+      // Every window must read an input cell (the paddings are below the extent, so only a
+      // window whose taps step over an input shorter than the dilation can miss it).
+      const std::int64_t empty = detail::first_window_without_input(out[a], size[a], g.ksize[a], g.strides[a],
+                                                                    g.paddings[a], g.dilations[a]);
+      require(empty < 0, ctx,
+              "window " + std::to_string(empty) + " of axis " + std::to_string(2 + a) + " of X " +
+                  x.dims().to_string() + " reads no input cell (only padding, or taps stepping over it)");
     }
     g.oh = out[0];
     g.ow = out[1];

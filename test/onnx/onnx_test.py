@@ -25,7 +25,8 @@ which has the onnx and numpy modules (scripts/deps).
       the Loop and If models the importer must refuse.
   onnx_test.py refusals --run-onnx BIN --models DIR
       models and inputs that must be refused: exit 2, a message naming the node, op type,
-      attribute, input or file, and nothing run.
+      attribute, input or file, and nothing run; and --expect's own comparison (infinities,
+      int64 beyond a double's 53 bits).
   onnx_test.py fusion --run-onnx BIN --models DIR FAMILY...
       the fuse passes (examples/onnx/fuse_passes.hpp): small models that hold every pattern
       (a batch_norm with mean != 0, var != 1 and its own epsilon; Gemm + Relu, Clip, Sigmoid)
@@ -542,6 +543,24 @@ def refusals(args):
                  [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], storage_order=1)],
                  [x4], [y(1, 2, 4, 4)], check=True)),
              [x_file], [r"'pool'", r"MaxPool", r"storage_order"]),
+            ("a Conv whose group does not divide W's output channels",
+             save_model("conv_group_m", tiny_model(
+                 [helper.make_node("Conv", ["x", "w3"], ["y"], name="conv", group=2)], [x4], [y(1, 3, 3, 3)],
+                 [numpy_helper.from_array(np.ones((3, 1, 3, 3), np.float32), name="w3")])),
+             [x_file], [r"'conv'", r"Conv", r"3 output channels, which group \(2\) does not divide"]),
+            ("a Conv whose W does not take X's channels",
+             save_model("conv_channels", tiny_model(
+                 [helper.make_node("Conv", ["x", "w3"], ["y"], name="conv")], [x4], [y(1, 3, 3, 3)],
+                 [numpy_helper.from_array(np.ones((3, 3, 3, 3), np.float32), name="w3")])),
+             [x_file], [r"'conv'", r"Conv", r"has 2 channels; W \[3, 3, 3, 3\] with group 1 takes 3"]),
+            ("a pooling window whose dilated taps step over the input",
+             save_model("maxpool_stepping_over", tiny_model(
+                 [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 1], dilations=[3, 1],
+                                   pads=[1, 0, 1, 0])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 3])], [y(1, 1, 1, 3)],
+                 check=True)),
+             [save_tensor("x_short", np.ones((1, 1, 2, 3), np.float32), "x")],
+             [r"'pool'", r"MaxPool", r"window 0 of axis 2 reads no input cell"]),
             ("an attribute value ONNX does not define (Conv auto_pad \"MIDDLE\")",
              save_model("conv_auto_pad", tiny_model(
                  [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], auto_pad="MIDDLE")],
@@ -636,6 +655,26 @@ def refusals(args):
             fail(f"{label}: {status_text(result.returncode)}, expected a mismatch: {result.stdout.strip()[-500:]}")
         else:
             print(f"{label}: a mismatch")
+
+        # --expect with zero tolerances: int64 values that differ above 2^53, which one double
+        # would hold alike, are a mismatch; the same values match.
+        label = "--expect of int64 values that differ above 2^53, with --rtol 0 --atol 0"
+        model = save_model("identity_int64", tiny_model(
+            [helper.make_node("Identity", ["x"], ["y"], name="same")],
+            [helper.make_tensor_value_info("x", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.INT64, [2])]))
+        big = np.array([2**53 + 1, -(2**62) - 1], np.int64)
+        for name, want, status in [("int64_near", big - np.array([1, -1], np.int64), 1), ("int64_same", big, 0)]:
+            os.makedirs(os.path.join(scratch, name), exist_ok=True)
+            save_bytes(os.path.join(name, "output_0.pb"), numpy_helper.from_array(want, name="y").SerializeToString())
+            result = run([args.run_onnx, model, "--input", save_tensor("big_x", big, "x"), "--expect",
+                          os.path.join(scratch, name), "--rtol", "0", "--atol", "0"], timeout=120)
+            verdict = "MISMATCH" if status else "ok"
+            if result.returncode != status or not re.search(r"^output 0 .*" + verdict, result.stdout, re.M):
+                fail(f"{label} ({name}): {status_text(result.returncode)}, expected {verdict}: "
+                     f"{result.stdout.strip()[-500:]} {result.stderr.strip()[-500:]}")
+            else:
+                print(f"{label} ({name}): {verdict}")
     return report("refusals")
 
 

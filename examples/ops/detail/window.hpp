@@ -1,0 +1,39 @@
+// Which windows of a sliding-window operator (conv2d, pool2d) read the input, along one axis:
+// one rule for the pooling kernels' check, the oneDNN convolution's guard and the ONNX
+// importer's refusal.
+#pragma once
+
+#include <cstdint>
+
+namespace fluidk::ops::detail {
+
+// Whether window `o` of an axis of `size` cells reads one of them: the window starts at
+// o * stride - padding and has `taps` taps `dilation` apart. It reads none when it lies wholly
+// in the padding, or when its taps step over an input shorter than the dilation. The arguments
+// are the operator's, already checked (positive strides, taps and dilations; positions that fit
+// 64 bits).
+constexpr bool window_reads_input(std::int64_t o, std::int64_t size, std::int64_t taps, std::int64_t stride,
+                                  std::int64_t padding, std::int64_t dilation) noexcept {
+  const std::int64_t start = o * stride - padding;
+  const std::int64_t first = start >= 0 ? 0 : (dilation - 1 - start) / dilation;  // first tap at or past 0
+  return first < taps && start + first * dilation < size;
+}
+
+// The first of an axis's `windows` windows that reads no input cell, or -1 when each reads one.
+constexpr std::int64_t first_window_without_input(std::int64_t windows, std::int64_t size, std::int64_t taps,
+                                                  std::int64_t stride, std::int64_t padding,
+                                                  std::int64_t dilation) noexcept {
+  for (std::int64_t o = 0; o < windows; ++o)
+    if (!window_reads_input(o, size, taps, stride, padding, dilation)) return o;
+  return -1;
+}
+
+// One-tap windows from -1 over a one-cell input: the first misses. A 2-tap window of dilation 3
+// from -2 steps over a one-cell input; from -1 it reads cell 2 of three. Three-tap windows
+// from -1 over three cells each read one.
+static_assert(first_window_without_input(3, 1, 1, 1, 1, 1) == 0);
+static_assert(first_window_without_input(1, 1, 2, 1, 2, 3) == 0);
+static_assert(first_window_without_input(1, 3, 2, 1, 1, 3) == -1);
+static_assert(first_window_without_input(3, 3, 3, 1, 1, 1) == -1);
+
+}  // namespace fluidk::ops::detail
