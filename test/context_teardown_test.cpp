@@ -83,13 +83,22 @@ struct fluidk::device_traits<late_runtime_kind> : fluidk::device_traits<fluidk::
 
 namespace {
 
-// `what` (an error's message) begins with `begin`, holds `part` and has one "fluidk: " prefix.
-void expect_message(const char* check, std::string_view what, std::string_view begin, std::string_view part) {
-  const bool prefixed_once = what.find("fluidk: ", 1) == std::string_view::npos;
-  if (what.substr(0, begin.size()) != begin || what.find(part) == std::string_view::npos || !prefixed_once) {
+// `call` throws an E whose message begins with `begin`, holds `part` and has one "fluidk: "
+// prefix; else the process ends with code 1, naming `check`.
+template <class E, class Call>
+void expect_error(const char* check, Call call, std::string_view begin, std::string_view part) {
+  try {
+    call();
+  } catch (const E& e) {
+    const std::string_view what = e.what();
+    const bool prefixed_once = what.find("fluidk: ", 1) == std::string_view::npos;
+    if (what.substr(0, begin.size()) == begin && what.find(part) != std::string_view::npos && prefixed_once)
+      return;
     std::fprintf(stderr, "FAIL: %s: the message is \"%.*s\"\n", check, int(what.size()), what.data());
     std::_Exit(1);
   }
+  std::fprintf(stderr, "FAIL: %s: no error\n", check);
+  std::_Exit(1);
 }
 
 // Made before main, so destroyed after the pool of contexts: a destructor that asks for a
@@ -116,15 +125,11 @@ struct late_user {
     }
     const fluidk::memory_ref host{fluidk::cpu_place, nullptr, 0};
     const fluidk::memory_ref device{fluidk::place::of<late_runtime_kind>(0), nullptr, 0};
-    try {
-      (void)fluidk::copy_context_of<late_runtime_kind>(0, host, device);
-      std::fputs("FAIL: a copy's context was given after the pool of contexts was destroyed\n", stderr);
-      std::_Exit(1);
-    } catch (const fluidk::device_unavailable& e) {
-      expect_message("a copy's context after the pool", e.what(),
-                     "fluidk: copy from Place(late_runtime:0) to Place(cpu): no device Place(late_runtime:0)",
-                     "destroyed at exit");
-    }
+    expect_error<fluidk::device_unavailable>(
+        "a copy's context after the pool",
+        [&] { (void)fluidk::copy_context_of<late_runtime_kind>(0, host, device); },
+        "fluidk: copy from Place(late_runtime:0) to Place(cpu): no device Place(late_runtime:0)",
+        "destroyed at exit");
 #if defined(FLUIDK_HAS_OPENCL) && FLUIDK_HAS_OPENCL
     if (opencl_kept.initialized()) check_opencl();
 #endif
@@ -134,25 +139,16 @@ struct late_user {
   // OpenCL devices) are gone.
   fluidk::Tensor opencl_kept;
   void check_opencl() const {
-    const fluidk::place device = fluidk::place::of<fluidk::opencl>(0);
-    try {
-      const fluidk::Tensor late({4}, fluidk::data_type::float32, device);
-      std::fputs("FAIL: an OpenCL buffer was allocated after its contexts were destroyed\n", stderr);
-      std::_Exit(1);
-    } catch (const fluidk::allocation_error& e) {
-      expect_message("an OpenCL allocation after the contexts", e.what(),
-                     "fluidk: cannot allocate 16 bytes on Place(opencl:0): no device Place(opencl:0)",
-                     "destroyed at exit");
-    }
-    try {
-      (void)fluidk::copy_to(opencl_kept, fluidk::cpu_place);
-      std::fputs("FAIL: an OpenCL tensor was copied after its contexts were destroyed\n", stderr);
-      std::_Exit(1);
-    } catch (const fluidk::device_unavailable& e) {
-      expect_message("an OpenCL copy after the contexts", e.what(),
-                     "fluidk: copy from Place(opencl:0) to Place(cpu): no device Place(opencl:0)",
-                     "destroyed at exit");
-    }
+    expect_error<fluidk::allocation_error>(
+        "an OpenCL allocation after the contexts",
+        [] {
+          const fluidk::Tensor late({4}, fluidk::data_type::float32, fluidk::place::of<fluidk::opencl>(0));
+        },
+        "fluidk: cannot allocate 16 bytes on Place(opencl:0): no device Place(opencl:0)",
+        "destroyed at exit");
+    expect_error<fluidk::device_unavailable>(
+        "an OpenCL copy after the contexts", [&] { (void)fluidk::copy_to(opencl_kept, fluidk::cpu_place); },
+        "fluidk: copy from Place(opencl:0) to Place(cpu): no device Place(opencl:0)", "destroyed at exit");
   }
 #endif
 } late_user_at_exit;
