@@ -793,6 +793,47 @@ TEST_CASE("control flow: a StepScopes variable that holds a tensor fails the loo
   }
 }
 
+TEST_CASE("program: a block attribute that names no child, made after append_op, is refused by prepare",
+          "[control_flow][regression]") {
+  // append_op checks block attributes; assigning a block of another program, or setting an
+  // attribute on an operator appended before, can still make one name any block. prepare
+  // follows the blocks as a tree: it refuses such an attribute, and never follows the cycle
+  // (a body naming itself recursed until the stack ran out).
+  ProgramDesc other;
+  other.global_block().var("a");
+  other.append_block(0);
+  other.global_block().append_op(
+      op("cf_halve", {{"X", {"a"}}}, {{"Out", {"b"}}}, {{"others", std::vector<block_ref>{block_ref{1}}}}));
+  ProgramDesc program;
+  program.global_block().var("c").dtype = data_type::boolean;
+  program.append_block(0);
+  program.block(1) = other.block(0);  // its operator now names block 1, its own block
+  program.global_block().append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", block_ref{1}}}));
+  Scope scope;
+  Executor executor(cpu_place);
+  CHECK_THROWS_WITH(
+      executor.prepare(program.global_block(), scope),
+      "fluidk: operator 'cf_halve' attribute 'others' names block 1, which is not a child of block 1 "
+      "(its parent is block 0)");
+
+  // The body of an inner loop set, after it was appended, to the global block: to_dot, which
+  // draws the sub-blocks of loops, refuses it too.
+  ProgramDesc edited;
+  edited.global_block().var("c").dtype = data_type::boolean;
+  edited.append_block(0);
+  edited.append_block(1);
+  OpDesc& inner =
+      edited.block(1).append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", block_ref{2}}}));
+  edited.global_block().append_op(op("while", {{"Condition", {"c"}}}, {}, {{"sub_block", block_ref{1}}}));
+  inner.set_attr("sub_block", block_ref{0});
+  const std::string refusal =
+      "fluidk: operator 'while' attribute 'sub_block' names block 0, which is not a child of block 1 (its "
+      "parent "
+      "is none)";
+  CHECK_THROWS_WITH(executor.prepare(edited.global_block(), scope), refusal);
+  CHECK_THROWS_WITH(to_dot(edited), refusal);
+}
+
 TEST_CASE("program: block and bools attributes, checked and written", "[control_flow][text]") {
   ProgramDesc program;
   BlockDesc& global = program.global_block();

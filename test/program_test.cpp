@@ -841,6 +841,21 @@ TEST_CASE("text form: round trip", "[program][text]") {
   const ProgramDesc edited_read = parse_program(to_text(edited));
   CHECK(edited_read == edited);
   CHECK(to_text(edited_read) == to_text(edited));
+
+  // The same edit between two operators: the one after sees the variable as the user left it
+  // (a dense gradient), and so it does when the text is read.
+  ProgramDesc dense;
+  BlockDesc& b = dense.global_block();
+  b.var("w");
+  b.append_op(OpDesc("test_lookup_table_grad")
+                  .set_input("W", {"w"})
+                  .set_output("W@GRAD", {"g"})
+                  .set_attr("is_sparse", true));
+  b.var("g").kind = var_kind::lod_tensor;
+  b.append_op(OpDesc("test_relu").set_input("X", {"g"}).set_output("Out", {"g"}));
+  const ProgramDesc dense_read = parse_program(to_text(dense));
+  CHECK(dense_read == dense);
+  CHECK(dense_read.global_block().get_var("g").kind == var_kind::lod_tensor);
 }
 
 TEST_CASE("text form: what a person writes", "[program][text]") {
@@ -1022,6 +1037,18 @@ TEST_CASE("text form: every refusal is a parse_error that names its line", "[pro
   CHECK(message("block 0\n  var x : LoDTensor float [-9223372036854775808]") ==
         "fluidk: program text, line 2: dimension -9223372036854775808 in the shape of 'x': extents are "
         "non-negative, or -1 for one known only at run time");
+  // A var or op line before the first block line, though block lines follow.
+  CHECK(message("  var x : LoDTensor float [2]\nblock 0\nblock 1 parent 0\n") ==
+        "fluidk: program text, line 1: expected 'block 0' before the first 'var'");
+  CHECK(message("  op test_relu () -> (Out: y)\nblock 0\n") ==
+        "fluidk: program text, line 1: expected 'block 0' before the first 'op'");
+  // A var line that would shadow the enclosing block's variable an operator already uses.
+  const std::string shadowing =
+      "block 0\n  var x : LoDTensor float []\nblock 1 parent 0\n  op test_relu (X: x) -> (Out: y)\n"
+      "  var x : LoDTensor float []\n";
+  CHECK_THROWS_AS(parse_program(shadowing), parse_error);
+  CHECK_THAT(message(shadowing),
+             Catch::StartsWith("fluidk: program text, line 5: block 1 cannot declare 'x'"));
   CHECK(message("block 18446744073709551616") ==
         "fluidk: program text, line 1: a block index after 'block' '18446744073709551616' is out of range");
   CHECK(message(declared + "  op test_sum (X: a) -> (Out: b) {n: int64s [1, 9223372036854775808]}") ==

@@ -56,6 +56,7 @@ std::string call_members(ProgramDesc& program, Scope& scope, Executor& executor,
   block.var("x");
   block.append_op(op);
   out += block.user_of(block.get_var("x")) != nullptr ? "used" : "unused";
+  out += std::to_string(block.child_blocks(op.type(), op.attrs()).size());
   BlockDesc block_copy(block);
   BlockDesc block_moved(std::move(block_copy));
   block_copy = block_moved;

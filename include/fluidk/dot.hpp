@@ -140,7 +140,8 @@ class dot_writer {
       const op_trace& t = take(next, op, i);
       if (b.program() != nullptr && is_control_flow(op.type()))
         for (std::uint64_t step = 0; step < t.block_runs; ++step)
-          for (const std::size_t sub : sub_blocks(op)) skip(b.program()->block(sub), next);
+          for (const std::size_t sub : b.child_blocks(op.type(), op.attrs()))
+            skip(b.program()->block(sub), next);
     }
   }
 
@@ -215,7 +216,7 @@ class dot_writer {
                     " [label=" + dot_quoted(slot) + ", color=gray40];\n";
       if (!control) continue;
       // The sub-blocks: drawn with their first run's traces, the later runs' consumed.
-      for (const std::size_t sub : sub_blocks(op)) {
+      for (const std::size_t sub : b.child_blocks(op.type(), op.attrs())) {
         const BlockDesc& inner = b.program()->block(sub);
         clusters_[b.idx()].emplace_back(sub, "block " + std::to_string(sub) + " (" + op.type() + ")");
         const bool ran = t != nullptr && t->block_runs > 0;
@@ -226,7 +227,8 @@ class dot_writer {
       }
       if (t != nullptr)
         for (std::uint64_t step = 1; step < t->block_runs; ++step)
-          for (const std::size_t sub : sub_blocks(op)) skip(b.program()->block(sub), *next);
+          for (const std::size_t sub : b.child_blocks(op.type(), op.attrs()))
+            skip(b.program()->block(sub), *next);
     }
   }
 

@@ -167,16 +167,17 @@ namespace detail {
 // operator's sub-blocks are walked between its inputs and its outputs. `certain`: the write
 // happens whenever `b` runs, an output of one of b's own operators that runs no sub-block; what
 // a sub-block writes, and a control-flow operator's outputs, may not be written (a condition
-// that does not hold, a loop of no step).
+// that does not hold, a loop of no step). A block attribute that names no child of the
+// operator's block is an error (BlockDesc::child_blocks).
 template <class Read, class Write>
 void walk_block_uses(const BlockDesc& b, Read&& read, Write&& write, bool top = true) {
   for (const OpDesc& op : b.ops()) {
     for (const auto& [slot, names] : op.inputs())
       for (const std::string& name : names) read(name, b);
-    const std::vector<std::size_t> subs = sub_blocks(op);
+    const std::vector<std::size_t> subs =
+        b.program() != nullptr ? b.child_blocks(op.type(), op.attrs()) : sub_blocks(op);
     if (b.program() != nullptr)
-      for (const std::size_t sub : subs)
-        if (sub < b.program()->num_blocks()) walk_block_uses(b.program()->block(sub), read, write, false);
+      for (const std::size_t sub : subs) walk_block_uses(b.program()->block(sub), read, write, false);
     for (const auto& [slot, names] : op.outputs())
       for (const std::string& name : names) write(name, b, top && subs.empty());
   }
@@ -1452,10 +1453,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE Executor::prepared Executor::prepare(std::span<con
                     " of its program: prepare the program's block (a BlockDesc of a ProgramDesc), not a list "
                     "of op_invocations");
       const ProgramDesc& program = *block->program();
-      if (sub.index >= program.num_blocks() || program.block(sub.index).parent_idx() != block->idx())
-        throw error("operator '" + call.type + "' attribute 'sub_block' names block " +
-                    std::to_string(sub.index) + ", which is not a child of block " +
-                    std::to_string(block->idx()));
+      (void)block->child_blocks(call.type, call.attrs);  // sub_block among them
       const std::size_t k = infos.size();
       std::unordered_set<std::string> reads, writes;
       detail::walk_block_uses(

@@ -51,8 +51,10 @@
 // declare variables (BlockDesc::var), op lines go through append_op, so unknown operators,
 // unknown slots, variables used before their declaration and attributes of the wrong kind
 // for the operator's InferVarType are errors, each naming the line. A var line holds the
-// variable's final description: it is applied where it stands and again when the whole
-// text is read, so that what InferVarType sets on the way does not override it. to_text
+// variable's final description: it is applied where it stands, again after each operator that
+// names the variable (the operators after it see the variable as the program has it, though
+// an operator's InferVarType set it otherwise on the way, as when a user made a gradient
+// dense), and when the whole text is read. to_text
 // writes each variable before the first operator that uses it, so that
 // write → read → write gives the same text and reading gives an equal ProgramDesc.
 #pragma once

@@ -302,6 +302,14 @@ class BlockDesc {
   // error the block (and its enclosing blocks) are left as they were.
   OpDesc& append_op(OpDesc op);
 
+  // The blocks that an operator of this block, of type `op_type` with attributes `attrs`,
+  // carries (its block attributes, in name order), each checked to be a block of this block's
+  // program whose parent is this block; an error naming the operator, the attribute and the
+  // block otherwise. append_op checks each operator so. A walk over sub-blocks checks again
+  // (a block assigned from another program, an attribute set on an operator appended before,
+  // may name any block), so that it follows the tree of blocks and no cycle.
+  std::vector<std::size_t> child_blocks(std::string_view op_type, const attribute_map& attrs) const;
+
   // An operator that names variable `v` (as its own block sees the name), the first found:
   // of any block of the program, or of this block and the blocks inside it (`inside`); of
   // this block alone when it belongs to no program. Null when none does.
@@ -465,6 +473,33 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE bool operator==(const ProgramDesc& a, const Progra
   return a.blocks_ == b.blocks_;
 }
 
+FLUIDK_DETAIL_RUNTIME_LINKAGE std::vector<std::size_t> BlockDesc::child_blocks(
+    std::string_view op_type, const attribute_map& attrs) const {
+  std::vector<std::size_t> out;
+  for (const auto& [attr_name, value] : attrs) {
+    const std::string& name = attr_name;  // clang++ 14 captures no structured binding
+    auto check_block = [&](const block_ref& b) {
+      const std::string where = "operator '" + std::string(op_type) + "' attribute '" + name + "'";
+      if (program_ == nullptr)
+        throw error(where + " names block " + std::to_string(b.index) +
+                    ", but the operator's block belongs to no program");
+      if (b.index >= program_->blocks_.size())
+        throw error(where + " names block " + std::to_string(b.index) + "; the program has " +
+                    std::to_string(program_->blocks_.size()) + " block(s)");
+      const BlockDesc& named = program_->blocks_[b.index];
+      if (named.parent_ != idx_)
+        throw error(where + " names block " + std::to_string(b.index) + ", which is not a child of block " +
+                    std::to_string(idx_) + " (its parent is " +
+                    (named.parent_ ? "block " + std::to_string(*named.parent_) : std::string("none")) + ")");
+      out.push_back(b.index);
+    };
+    if (const auto* one = std::get_if<block_ref>(&value)) check_block(*one);
+    if (const auto* many = std::get_if<std::vector<block_ref>>(&value))
+      for (const block_ref& b : *many) check_block(b);
+  }
+  return out;
+}
+
 FLUIDK_DETAIL_RUNTIME_LINKAGE const OpDesc* BlockDesc::user_of(const VarDesc& v, bool inside) const {
   auto within = [&](const BlockDesc& b) {
     for (const BlockDesc* up = &b; up != nullptr; up = up->parent_block())
@@ -557,27 +592,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE OpDesc& BlockDesc::append_op(OpDesc op) {
       if (find_var_recursive(name) == nullptr)
         throw error("operator '" + op.type() + "' input slot '" + slot + "': variable '" + name +
                     "' is used before it is declared");
-  // A block attribute names a block of the program whose parent is this block.
-  for (const auto& [attr_name, value] : op.attrs()) {
-    const std::string& name = attr_name;  // clang++ 14 captures no structured binding
-    auto check_block = [&](const block_ref& b) {
-      const std::string where = "operator '" + op.type() + "' attribute '" + name + "'";
-      if (program_ == nullptr)
-        throw error(where + " names block " + std::to_string(b.index) +
-                    ", but the operator's block belongs to no program");
-      if (b.index >= program_->blocks_.size())
-        throw error(where + " names block " + std::to_string(b.index) + "; the program has " +
-                    std::to_string(program_->blocks_.size()) + " block(s)");
-      const BlockDesc& named = program_->blocks_[b.index];
-      if (named.parent_ != idx_)
-        throw error(where + " names block " + std::to_string(b.index) + ", which is not a child of block " +
-                    std::to_string(idx_) + " (its parent is " +
-                    (named.parent_ ? "block " + std::to_string(*named.parent_) : std::string("none")) + ")");
-    };
-    if (const auto* one = std::get_if<block_ref>(&value)) check_block(*one);
-    if (const auto* many = std::get_if<std::vector<block_ref>>(&value))
-      for (const block_ref& b : *many) check_block(b);
-  }
+  (void)child_blocks(op.type(), op.attrs());
 
   // What to restore on failure: the variables the operator names, and the number of
   // variables of this block and of every enclosing one.

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -349,13 +351,17 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text);
 FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
   ProgramDesc program;
   BlockDesc* block = nullptr;
-  std::vector<std::pair<std::size_t, VarDesc>> declared;  // (block, final description)
+  std::deque<std::pair<std::size_t, VarDesc>> declared;  // (block, final description)
   // Two passes: the block lines first, so that an operator's block attribute (a loop's body)
   // may name a block that the text writes after the operator's own; then the variables and
   // operators, each block line making its block the current one again.
+  // The final description of each variable a var line declares, by the variable (blocks and
+  // `declared` keep their elements in deques: the addresses hold).
+  std::map<VarDesc*, const VarDesc*> finals;
   for (int pass = 0; pass < 2; ++pass) {
     std::size_t number = 0;
     std::size_t blocks_seen = 0;
+    block = nullptr;  // each pass: a var or op line before the first block line is an error
     for (std::size_t start = 0; start <= text.size();) {
       const std::size_t end = std::min(text.find('\n', start), text.size());
       const std::string_view raw = text.substr(start, end - start);
@@ -393,12 +399,26 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
           if (block->has_var(v.name))
             line.fail("variable '" + v.name + "' is already declared in block " +
                       std::to_string(block->idx()));
-          block->var(v.name) = v;
+          VarDesc* made = nullptr;
+          try {
+            made = &block->var(v.name);  // refused where it would shadow a name an operator uses
+          } catch (const error&) {
+            detail::text_form::rethrow_at_line(number);
+          }
+          *made = v;
           declared.emplace_back(block->idx(), std::move(v));
+          finals[made] = &declared.back().second;
         } else {
           OpDesc op = detail::text_form::parse_op(line);
           try {
-            block->append_op(std::move(op));
+            const OpDesc& appended = block->append_op(std::move(op));
+            // The variables it names that var lines declare hold their final descriptions
+            // again, as the operators after it see them in the program written.
+            for (const slot_map* slots : {&appended.inputs(), &appended.outputs()})
+              for (const auto& [slot, names] : *slots)
+                for (const std::string& name : names)
+                  if (const auto it = finals.find(block->find_var_recursive(name)); it != finals.end())
+                    *it->first = *it->second;
           } catch (const error&) {
             detail::text_form::rethrow_at_line(number);
           }
