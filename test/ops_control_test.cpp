@@ -562,6 +562,47 @@ TEST_CASE("assign and fill_constant of bool", "[ops][control]") {
   CHECK(values<bool>(scope, "g") == std::vector<bool>{false, false});
 }
 
+TEST_CASE("assign of a SelectedRows and of a LoDTensorArray: Out of X's kind, a view of its values",
+          "[ops][control][regression]") {
+  // As Fluid's assign; Out was declared a LoDTensor and the kernel refused X at run time.
+  Scope scope;
+  const Tensor value = make<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  scope.var("rows").set(SelectedRows({4, 1}, 6, value));
+  LoDTensorArray array(3);
+  array[0] = LoDTensor(make<float>({2}, {0.5f, -1}), {{0, 1, 2}});
+  array[2] = LoDTensor(make<float>({1}, {7}));
+  scope.var("array").set(array);
+  run(scope, "assign", {{"X", {"rows"}}}, {{"Out", {"rows_copy"}}});
+  const SelectedRows& copy = scope.get("rows_copy").get<SelectedRows>();
+  CHECK(copy.rows() == std::vector<std::int64_t>{4, 1});
+  CHECK(copy.height() == 6);
+  CHECK(copy.value().storage_id() == value.storage_id());
+  CHECK(values_of<double>(copy.value()) == std::vector<double>{1, 2, 3, 4, 5, 6});
+  run(scope, "assign", {{"X", {"array"}}}, {{"Out", {"array_copy"}}});
+  const LoDTensorArray& elements = scope.get("array_copy").get<LoDTensorArray>();
+  REQUIRE(elements.size() == 3);
+  CHECK(values_of<float>(elements[0]) == std::vector<float>{0.5f, -1});
+  CHECK(elements[0].lod() == lod{{0, 1, 2}});
+  CHECK(!elements[1].initialized());
+  CHECK(values_of<float>(elements[2]) == std::vector<float>{7});
+  // The inputs are as they were.
+  CHECK(scope.get("rows").get<SelectedRows>().rows() == std::vector<std::int64_t>{4, 1});
+  CHECK(scope.get("array").get<LoDTensorArray>().size() == 3);
+
+  // In a program, Out takes X's kind and data type.
+  ProgramDesc program;
+  BlockDesc& block = program.global_block();
+  VarDesc& rows = block.var("rows");
+  rows.kind = var_kind::selected_rows;
+  rows.dtype = data_type::float64;
+  block.var("array").kind = var_kind::lod_tensor_array;
+  block.append_op(OpDesc("assign").set_input("X", {"rows"}).set_output("Out", {"rows_copy"}));
+  block.append_op(OpDesc("assign").set_input("X", {"array"}).set_output("Out", {"array_copy"}));
+  CHECK(block.get_var("rows_copy").kind == var_kind::selected_rows);
+  CHECK(block.get_var("rows_copy").dtype == data_type::float64);
+  CHECK(block.get_var("array_copy").kind == var_kind::lod_tensor_array);
+}
+
 #if FLUIDK_OPS_OPENCL
 namespace {
 const place device = place::of<opencl>(0);
@@ -582,6 +623,29 @@ void check_on_device(Scope& scope, std::string_view type, const slot_names& in, 
   CHECK(values<R>(scope, out + "_dev") == values<R>(scope, out + "_cpu"));
 }
 }  // namespace
+
+TEMPLATE_TEST_CASE("OpenCL: an integer increment beyond its type's range is an error, as on the CPU",
+                   "[ops][control][opencl][regression]", std::int32_t, std::int64_t) {
+  // The device kernel added with no check (signed overflow, undefined in OpenCL C): -2^31.
+  using T = TestType;
+  Scope scope;
+  for (const auto& [start, step] : {std::pair{std::numeric_limits<T>::max(), 1.0f},
+                                    std::pair{std::numeric_limits<T>::min() + 1, -2.0f}}) {
+    scope.var("edge").set(LoDTensor(make<T>({1}, {start})));
+    const std::string words =
+        std::to_string(start) + " + step " + std::to_string(T(step)) + " is beyond the range of";
+    for (const place& where : {device, cpu_place})
+      CHECK_THROWS_WITH(
+          run(scope, "increment", {{"X", {"edge"}}}, {{"Out", {"after"}}}, {{"step", step}}, where),
+          Catch::Contains("operator 'increment'") && Catch::Contains(words));
+    CHECK(values<T>(scope, "edge") == std::vector<T>{start});
+    CHECK(!scope.var("after").initialized());
+  }
+  // Within the range: the sum.
+  scope.var("edge").set(LoDTensor(make<T>({1}, {std::numeric_limits<T>::max() - 1})));
+  run(scope, "increment", {{"X", {"edge"}}}, {{"Out", {"after"}}}, {}, device);
+  CHECK(values<T>(scope, "after") == std::vector<T>{std::numeric_limits<T>::max()});
+}
 
 TEMPLATE_TEST_CASE("OpenCL: increment and the comparisons equal the CPU kernels", "[ops][control][opencl]",
                    float, std::int64_t) {

@@ -218,6 +218,30 @@ TEST_CASE("batch_norm in ONNX's order: a mean large against the spread, and a va
   }
 }
 
+TEST_CASE(
+    "batch_norm, every kernel: the factor scale / sqrt(var + epsilon) first, so nothing overflows on the way",
+    "[ops][batch_norm][onednn][opencl][regression]") {
+  // (x - mean) / sqrt(var + epsilon) * scale overflowed to infinity at 2e36 / sqrt(1e-5) on
+  // the OpenCL kernel, and underflowed to 0 at 1e-30 / 1e19, where the CPU kernels' factor
+  // (in double) gives finite values.
+  const dims d{1, 4, 1, 1};
+  const std::vector<float> x{2e36f, -2e36f, 1.f, 1e-30f};
+  const statistics s{
+      {1e-3f, 1e-3f, 1.f, 1e20f}, {0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 1.f, 1e38f}};
+  const std::vector<double> expected = naive_batch_norm(x, d, s, double(1e-5f));
+  for (const variant& v : variants()) {
+    INFO(v.name);
+    Scope scope;
+    scope.var("x").set(LoDTensor(tensor_of(d, x)));
+    set_statistics(scope, d, s);
+    run_as(v, scope, "batch_norm", batch_norm_in, {{"Y", {"y"}}}, batch_norm_attrs(1e-5f));
+    const std::vector<float> y = values(tensor(scope, "y"));
+    for (const float value : y) CHECK(std::isfinite(value));
+    check_values(y, expected);
+    CHECK(std::abs(y[3] - expected[3]) <= 1e-5 * expected[3]);  // 1e-29, not 0
+  }
+}
+
 #if FLUIDK_OPS_ONEDNN
 TEST_CASE("batch_norm, oneDNN, blocked X stays blocked with zero padding lanes",
           "[ops][batch_norm][onednn]") {

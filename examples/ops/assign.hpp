@@ -1,6 +1,9 @@
 // assign (X -> Out): Out = X, a view of X's storage (fluidk never writes an input in place, and
 // a write to X's bytes through any tensor moves the version Out shares, so no stale copy of
-// Out is served). Out keeps X's dims, layout and sequence offsets.
+// Out is served). Out keeps X's dims, layout and sequence offsets. As Fluid's assign, X may be a
+// LoDTensor, a SelectedRows (Out: its rows and height, and a view of its value) or a
+// LoDTensorArray (Out: views of its elements); the operator's InferVarType gives Out X's kind
+// and data type (Fluid's SyncTypeAndDataType).
 //
 // Kernels: one view for every place and data type it is registered for: CPU (float, double,
 // int32, int64, bool), OpenCL (float, int32, int64, bool) and CUDA (float, double). No oneDNN kernel:
@@ -11,7 +14,12 @@
 #include <array>
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
+#include <fluidk/lod_tensor.hpp>
 #include <fluidk/operator.hpp>
+#include <fluidk/program/desc.hpp>
+#include <fluidk/selected_rows.hpp>
+#include <fluidk/variable.hpp>
+#include <string>
 #include <string_view>
 
 #include "ops/detail/common.hpp"
@@ -23,7 +31,25 @@ template <class T>
 struct assign_view {
   using dtype = T;
   void operator()(execution_context& ctx) const {
-    detail::set_output_sharing_input(ctx, "Out", detail::input(ctx, "X"), ctx.input_lod("X"));
+    const Variable* x = ctx.input_arg("X").variable();
+    if (x == nullptr || x->is<LoDTensor>())
+      return detail::set_output_sharing_input(ctx, "Out", detail::input(ctx, "X"), ctx.input_lod("X"));
+    // A SelectedRows or a LoDTensorArray: replaced whole, as set_output_sharing_input replaces
+    // a tensor (no mutable accessor, which would count a write to the storage Out held, on a
+    // rerun X's own).
+    Variable* out = ctx.output_arg("Out").variable();
+    detail::require(out != nullptr, ctx,
+                    "a " + std::string(name_of(x->kind())) + " X needs an output variable");
+    if (x->is<SelectedRows>()) {
+      const SelectedRows& rows = x->get<SelectedRows>();
+      rows.check();  // rows and value may have been set apart
+      SelectedRows copy(rows.rows(), rows.height(), rows.value());
+      out->get_mutable<SelectedRows>() = std::move(copy);
+    } else {
+      detail::require(x->is<LoDTensorArray>(), ctx, "X holds " + std::string(name_of(x->kind())));
+      LoDTensorArray copy = x->get<LoDTensorArray>();
+      out->get_mutable<LoDTensorArray>() = std::move(copy);
+    }
   }
 };
 
@@ -45,6 +71,19 @@ struct assign {
       fluidk::kernels_on<cuda>(assign_view<float>{}, assign_view<double>{}),
 #endif
       detail::no_kernels());
+
+  // Out takes X's kind and data type.
+  static void infer_var_type(const OpDesc& op, BlockDesc& block) {
+    const VarDesc& x =
+        input_var_desc(op, block, "X", first_input_name(op, "X", "Out takes its kind and data type"));
+    const var_kind kind = x.kind;
+    const data_type dtype = x.dtype;
+    for (const std::string& name : op.output("Out")) {
+      VarDesc& out = block.var_recursive(name);
+      out.kind = kind;
+      out.dtype = dtype;
+    }
+  }
 };
 
 }  // namespace fluidk::ops

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <fluidk/execution_context.hpp>
 #include <fluidk/operator.hpp>
+#include <fluidk/tensor.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -29,6 +30,12 @@ inline const Tensor& increment_input(const execution_context& ctx) {
   require(x.numel() == 1, ctx, "X must hold exactly one element, not " + x.dims().to_string());
   return x;
 }
+// An integer sum beyond the range of T: the error every kernel gives.
+template <class T>
+[[noreturn]] void increment_beyond_range(const execution_context& ctx, T value, T step) {
+  fail(ctx, std::to_string(value) + " + step " + std::to_string(step) + " is beyond the range of " +
+                std::string(name_of(data_type_of<T>)));
+}
 }  // namespace detail
 
 template <class T>
@@ -39,12 +46,11 @@ struct increment_cpu {
     const T step = detail::number_attr_as<T>(ctx, "step", T(1));
     const T value = x.data<T>()[0];
     T sum{};
-    if constexpr (std::is_integral_v<T>)
-      detail::require(!checked_add(value, step, sum), ctx,
-                      std::to_string(value) + " + step " + std::to_string(step) + " is beyond the range of " +
-                          std::string(name_of(data_type_of<T>)));
-    else
+    if constexpr (std::is_integral_v<T>) {
+      if (checked_add(value, step, sum)) detail::increment_beyond_range(ctx, value, step);
+    } else {
       sum = value + step;
+    }
     Tensor out(x.dims(), data_type_of<T>, ctx.place());
     out.data<T>()[0] = sum;
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
@@ -57,17 +63,25 @@ inline constexpr const char* increment_opencl_source = R"CLC(
 __kernel void increment_f32(__global const float* x, ulong x_off, __global float* y, float step) {
   y[0] = x[x_off] + step;
 }
-__kernel void increment_i32(__global const int* x, ulong x_off, __global int* y, int step) {
-  y[0] = x[x_off] + step;
+// An integer sum beyond the type's range (undefined in OpenCL C) is not made: *beyond is set.
+__kernel void increment_i32(__global const int* x, ulong x_off, __global int* y, int step, __global int* beyond) {
+  const int v = x[x_off];
+  const int out = step > 0 ? v > INT_MAX - step : v < INT_MIN - step;
+  beyond[0] = out;
+  y[0] = out ? v : v + step;
 }
-__kernel void increment_i64(__global const long* x, ulong x_off, __global long* y, long step) {
-  y[0] = x[x_off] + step;
+__kernel void increment_i64(__global const long* x, ulong x_off, __global long* y, long step,
+                            __global int* beyond) {
+  const long v = x[x_off];
+  const int out = step > 0 ? v > LONG_MAX - step : v < LONG_MIN - step;
+  beyond[0] = out;
+  y[0] = out ? v : v + step;
 }
 )CLC";
 }  // namespace detail
 
-// The sum on the device, where the counter stays unread: an integer sum's range is not checked
-// there (the CPU kernel checks it).
+// The sum on the device. An integer sum's range is checked there, as the CPU kernel checks it:
+// a flag read back (a blocking read of 4 bytes) and, beyond the range, X's value to name it.
 template <class T>
 struct increment_opencl {
   using dtype = T;
@@ -75,18 +89,19 @@ struct increment_opencl {
     const Tensor& x = detail::increment_input(ctx);
     const T step = detail::number_attr_as<T>(ctx, "step", T(1));
     Tensor out(x.dims(), data_type_of<T>, ctx.place());
-    const char* name = std::is_same_v<T, float>          ? "increment_f32"
-                       : std::is_same_v<T, std::int32_t> ? "increment_i32"
-                                                         : "increment_i64";
-    if constexpr (std::is_same_v<T, float>)
-      detail::opencl_launch_from(ctx, detail::increment_opencl_source, name, 1, 1, detail::cl_arg<T>(x),
-                                 detail::cl_buffer(out), cl_float(step));
-    else if constexpr (std::is_same_v<T, std::int32_t>)
-      detail::opencl_launch_from(ctx, detail::increment_opencl_source, name, 1, 1, detail::cl_arg<T>(x),
-                                 detail::cl_buffer(out), cl_int(step));
-    else
-      detail::opencl_launch_from(ctx, detail::increment_opencl_source, name, 1, 1, detail::cl_arg<T>(x),
-                                 detail::cl_buffer(out), cl_long(step));
+    if constexpr (std::is_same_v<T, float>) {
+      detail::opencl_launch_from(ctx, detail::increment_opencl_source, "increment_f32", 1, 1,
+                                 detail::cl_arg<T>(x), detail::cl_buffer(out), cl_float(step));
+    } else {
+      const Tensor beyond({1}, data_type::int32, ctx.place());
+      using cl_type = std::conditional_t<std::is_same_v<T, std::int32_t>, cl_int, cl_long>;
+      detail::opencl_launch_from(ctx, detail::increment_opencl_source,
+                                 std::is_same_v<T, std::int32_t> ? "increment_i32" : "increment_i64", 1, 1,
+                                 detail::cl_arg<T>(x), detail::cl_buffer(out), cl_type(step),
+                                 detail::cl_buffer(beyond));
+      if (copy_to(beyond, cpu_place).data<std::int32_t>()[0] != 0)
+        detail::increment_beyond_range(ctx, copy_to(x, cpu_place).data<T>()[0], step);
+    }
     ctx.set_output("Out", std::move(out), ctx.input_lod("X"));
   }
 };

@@ -22,7 +22,10 @@ __global__ void batch_norm_inference_kernel(const float* x, const float* scale, 
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(blockDim.x) * gridDim.x) {
     const std::int64_t c = (i / inner) % channels;
-    y[i] = (x[i] - mean[c]) / sqrtf(var[c] + epsilon) * scale[c] + bias[c];
+    // The factor in double first, as the CPU kernels (batch_norm_affine_of): (x - mean) / sqrt
+    // could overflow before the scale brings it back.
+    const float a = float(double(scale[c]) / sqrt(double(var[c]) + double(epsilon)));
+    y[i] = (x[i] - mean[c]) * a + bias[c];
   }
 }
 

@@ -177,8 +177,12 @@ inline void activation_zero_padding(Tensor& t) {
 #if FLUIDK_OPS_OPENCL
 namespace fluidk::ops::detail {
 // One work-item per element of row-major data; offsets in elements, so views work. clip and
-// batch_norm compute what activation_clip_of and the CPU kernels compute.
+// batch_norm compute what activation_clip_of and the CPU kernels compute (batch_norm's factor
+// scale / sqrt(var + epsilon) in double where the device has it, as batch_norm_affine_of).
 inline constexpr const char* activation_opencl_source = R"CLC(
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
 __kernel void activation_clip_f32(__global const float* x, ulong x_off, __global float* y, ulong n, float lo,
                                   float hi) {
   const size_t i = get_global_id(0);
@@ -203,8 +207,14 @@ __kernel void activation_batch_norm_f32(__global const float* x, ulong x_off, __
   const size_t i = get_global_id(0);
   if (i >= n) return;
   const ulong c = (i / inner) % channels;
-  y[i] = (x[x_off + i] - mean[mean_off + c]) / sqrt(var[var_off + c] + epsilon) * scale[scale_off + c] +
-         bias[bias_off + c];
+  // The factor first, as the CPU kernels: (x - mean) / sqrt(...) could overflow before the
+  // scale brings it back.
+#ifdef cl_khr_fp64
+  const float a = (float)((double)scale[scale_off + c] / sqrt((double)var[var_off + c] + (double)epsilon));
+#else
+  const float a = scale[scale_off + c] / sqrt(var[var_off + c] + epsilon);
+#endif
+  y[i] = (x[x_off + i] - mean[mean_off + c]) * a + bias[bias_off + c];
 }
 )CLC";
 }  // namespace fluidk::ops::detail
