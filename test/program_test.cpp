@@ -856,6 +856,23 @@ TEST_CASE("text form: round trip", "[program][text]") {
   const ProgramDesc dense_read = parse_program(to_text(dense));
   CHECK(dense_read == dense);
   CHECK(dense_read.global_block().get_var("g").kind == var_kind::lod_tensor);
+
+  // The same edit after two operators that write the gradient, and after operators that read
+  // it: the text replays the operators as they were appended, each reads back.
+  ProgramDesc twice;
+  BlockDesc& t = twice.global_block();
+  t.var("w");
+  for (int i = 0; i < 2; ++i)
+    t.append_op(OpDesc("test_lookup_table_grad")
+                    .set_input("W", {"w"})
+                    .set_output("W@GRAD", {"g"})
+                    .set_attr("is_sparse", true));
+  t.append_op(sum_of({"g"}, "s"));
+  t.append_op(sum_of({"g"}, "s"));
+  t.var("g").kind = var_kind::lod_tensor;
+  const ProgramDesc twice_read = parse_program(to_text(twice));
+  CHECK(twice_read == twice);
+  CHECK(twice_read.global_block().get_var("s").kind == var_kind::selected_rows);
 }
 
 TEST_CASE("text form: what a person writes", "[program][text]") {

@@ -75,7 +75,8 @@ class rewriter {
     sub_reads_.resize(ops_.size());
     sub_writes_.resize(ops_.size());
     for (std::size_t i = 0; i < ops_.size(); ++i)
-      for (const std::size_t sub : sub_blocks(ops_[i])) collect_uses(model.program.block(sub), i);
+      for (const std::size_t sub : block.child_blocks(ops_[i].type(), ops_[i].attrs()))
+        collect_uses(model.program.block(sub), i);
   }
 
   std::size_t conv_bn();
@@ -104,7 +105,8 @@ class rewriter {
             if (outer != nullptr && b.find_var_recursive(name) == outer)
               (slots == &op.inputs() ? sub_reads_ : sub_writes_)[i].insert(name);
           }
-      for (const std::size_t sub : sub_blocks(op)) collect_uses(model_.program.block(sub), i);
+      for (const std::size_t sub : b.child_blocks(op.type(), op.attrs()))
+        collect_uses(model_.program.block(sub), i);
     }
   }
   static bool names(const slot_map& slots, const std::string& name) {

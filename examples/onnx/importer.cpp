@@ -839,7 +839,8 @@ class translator {
             const auto at = declaring(b, name);
             if (at && !inside(*at)) found.insert(name);
           }
-        for (const std::size_t sub : sub_blocks(op)) pending.push_back(sub);
+        for (const std::size_t sub : program.block(b).child_blocks(op.type(), op.attrs()))
+          pending.push_back(sub);
       }
     }
     return {found.begin(), found.end()};

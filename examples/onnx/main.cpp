@@ -380,7 +380,8 @@ std::vector<std::string> trace_origins(const onnx_import::imported_model& model,
       const op_trace& t = trace[out.size()];
       out.push_back(inside != nullptr ? "in " + origin : origin);
       for (std::uint64_t run = 0; run < t.block_runs; ++run)
-        for (const std::size_t sub : sub_blocks(block.ops()[i])) walk(model.program.block(sub), &origin);
+        for (const std::size_t sub : block.child_blocks(block.ops()[i].type(), block.ops()[i].attrs()))
+          walk(model.program.block(sub), &origin);
     }
   };
   walk(model.program.block(0), nullptr);

@@ -51,10 +51,11 @@
 // declare variables (BlockDesc::var), op lines go through append_op, so unknown operators,
 // unknown slots, variables used before their declaration and attributes of the wrong kind
 // for the operator's InferVarType are errors, each naming the line. A var line holds the
-// variable's final description: it is applied where it stands, again after each operator that
-// names the variable (the operators after it see the variable as the program has it, though
-// an operator's InferVarType set it otherwise on the way, as when a user made a gradient
-// dense), and when the whole text is read. to_text
+// variable's final description: it is applied where it stands and again when the whole text
+// is read, so that what InferVarType sets on the way does not override it; and an operator
+// refused as the variables stand is tried again with the variables it names as their var
+// lines describe them (a description edited between two operators, as a gradient made dense
+// after the operator that writes it and before one that reads it). to_text
 // writes each variable before the first operator that uses it, so that
 // write → read → write gives the same text and reading gives an equal ProgramDesc.
 #pragma once

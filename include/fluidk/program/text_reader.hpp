@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <limits>
 #include <map>
 #include <optional>
@@ -411,14 +412,32 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
         } else {
           OpDesc op = detail::text_form::parse_op(line);
           try {
-            const OpDesc& appended = block->append_op(std::move(op));
-            // The variables it names that var lines declare hold their final descriptions
-            // again, as the operators after it see them in the program written.
-            for (const slot_map* slots : {&appended.inputs(), &appended.outputs()})
-              for (const auto& [slot, names] : *slots)
-                for (const std::string& name : names)
-                  if (const auto it = finals.find(block->find_var_recursive(name)); it != finals.end())
-                    *it->first = *it->second;
+            try {
+              block->append_op(op);  // a copy: it may be tried again
+            } catch (const not_registered&) {
+              throw;
+            } catch (const error&) {
+              // Refused as the variables stand after the operators before it. A description
+              // edited between two operators (a gradient made dense) is only in the var
+              // lines: the variables the operator names take theirs, where they differ, and
+              // it is tried again. The first refusal is the one reported.
+              const std::exception_ptr first = std::current_exception();
+              bool changed = false;
+              for (const slot_map* slots : {&op.inputs(), &op.outputs()})
+                for (const auto& [slot, names] : *slots)
+                  for (const std::string& name : names)
+                    if (const auto it = finals.find(block->find_var_recursive(name));
+                        it != finals.end() && !(*it->first == *it->second)) {
+                      *it->first = *it->second;
+                      changed = true;
+                    }
+              if (!changed) std::rethrow_exception(first);
+              try {
+                block->append_op(std::move(op));
+              } catch (const error&) {
+                std::rethrow_exception(first);
+              }
+            }
           } catch (const error&) {
             detail::text_form::rethrow_at_line(number);
           }
