@@ -1047,6 +1047,26 @@ TEST_CASE("eager deletion keeps an activation's reordered copy out of the transf
   }
 }
 
+TEST_CASE("eager deletion: a variable read twice by one operator is reordered once", "[executor][eager]") {
+  // The copy made for the first read serves the second, as the transfer cache serves it
+  // without eager deletion (the second copy was made, counted and thrown away).
+  const std::vector<op_invocation> program{op("eager_block", "image", "a"),
+                                           {"layouts_seen", {{"X", {"a", "a"}}}, {{"Out", {"seen"}}}, {}}};
+  for (const bool eager : {false, true}) {
+    INFO("eager " << eager);
+    Scope scope;
+    scope.var("image").set(LoDTensor(iota({1, 8, 2, 2}, 1, data_layout::nchw)));
+    Executor executor(cpu_place);
+    auto prepared = executor.prepare(program, scope, {.eager_deletion = eager, .keep = {"seen"}});
+    executor.run(prepared);
+    CHECK(values(scope.get("seen")) == std::vector<float>{1, 1});
+    CHECK(executor.stats().transforms == 1);
+    CHECK(executor.stats().reorders == 1);
+    CHECK(executor.stats().bytes_transformed == 4 * 32);
+    if (eager) CHECK(executor.stats().peak_activation_bytes == 2 * 4 * 32 + 8);  // a, one copy, seen
+  }
+}
+
 TEST_CASE("the executor times its runs, kernels and transforms when asked", "[executor][timing]") {
   const std::vector<op_invocation> program{op("double", "in", "a"), op("double", "a", "b")};
   Scope scope;

@@ -1349,8 +1349,14 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE void Executor::move_inputs(prepared& p, std::size_
     const copy_key made_for = copy_key::of(info.rules(), s, *v, *target, kernel);
     const executor_stats before = stats_;
     const Variable& transformed = preparing_input(info, s, *v, kernel, [&]() -> const Variable& {
+      if (!c.uncached.empty() && c.uncached[i]) {
+        // A variable in two slots moved to one target: the copy made for the earlier slot
+        // (the cached path finds it in the cache).
+        for (const prepared::local& l : c.locals)
+          if (l.source == v && l.target == made_for) return *l.variable;
+        return own_copy(info, s, *v, *target, kernel, copied_bytes(info.rules(), s, *v, kernel));
+      }
       const std::uint64_t bytes = copied_bytes(info.rules(), s, *v, kernel);
-      if (!c.uncached.empty() && c.uncached[i]) return own_copy(info, s, *v, *target, kernel, bytes);
       return cache_.get(*v, made_for, bytes, stats_,
                         [&](Variable& into) { transform_input(info.rules(), s, *v, *target, kernel, into); });
     });
