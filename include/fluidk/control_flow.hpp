@@ -13,8 +13,9 @@
 //   conditional_block (Cond: c...; Input: outer names it reads) -> (Out: outer names it
 //          writes; Scope: s) {sub_block: block B; is_scalar_condition: bool}
 //     Runs block B once when the condition holds: with is_scalar_condition, c is one bool
-//     tensor of one element and holds when true; without it (Fluid's default), when every Cond
-//     tensor has at least one element. Scope is optional.
+//     tensor of one element and holds when true; without it (the attribute's default), when
+//     every Cond tensor has at least one element. (Fluid's conditional_block tests its Input
+//     tensors there, not Cond.) Scope is optional.
 //
 // B must be a child of the block the operator is in (append_op checks it). X, Input and Out
 // document the operator's uses for readers of the program; the executor finds what the body
