@@ -23,12 +23,19 @@ constexpr bool window_reads_input(std::int64_t o, std::int64_t size, std::int64_
 }
 
 // The first of an axis's `windows` windows that reads no input cell, or -1 when each reads one.
+// A window that starts on the input reads it: only those that start in the front padding are
+// tried one by one, then the first that starts past the input's end, found from the last
+// window back. Work in proportion to the paddings over the stride, not to the windows (pool2d
+// asks on every call).
 constexpr std::int64_t first_window_without_input(std::int64_t windows, std::int64_t size, std::int64_t taps,
                                                   std::int64_t stride, std::int64_t padding,
                                                   std::int64_t dilation) noexcept {
-  for (std::int64_t o = 0; o < windows; ++o)
+  std::int64_t o = 0;
+  for (; o < windows && o * stride < padding; ++o)
     if (!window_reads_input(o, size, taps, stride, padding, dilation)) return o;
-  return -1;
+  std::int64_t past = windows;  // the first window from `o` on that starts past the end
+  while (past > o && (past - 1) * stride - padding >= size) --past;
+  return past < windows ? past : -1;
 }
 
 // One-tap windows from -1 over a one-cell input: the first misses. A 2-tap window of dilation 3
@@ -39,6 +46,7 @@ static_assert(first_window_without_input(3, 1, 1, 1, 1, 1) == 0);
 static_assert(first_window_without_input(1, 1, 2, 1, 2, 3) == 0);
 static_assert(first_window_without_input(1, 3, 2, 1, 1, 3) == -1);
 static_assert(first_window_without_input(3, 3, 3, 1, 1, 1) == -1);
+static_assert(first_window_without_input(5, 3, 1, 1, 0, 1) == 3);  // windows 3 and 4 start past 3 cells
 static_assert(first_window_without_input(1, 1, 2, 1, (std::int64_t(1) << 62) + 1,
                                          (std::int64_t(1) << 62) + 1) == -1);
 static_assert(first_window_without_input(1, 1, 2, 1, (std::int64_t(1) << 62) + 2,
