@@ -352,13 +352,13 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text);
 FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
   ProgramDesc program;
   BlockDesc* block = nullptr;
-  std::deque<std::pair<std::size_t, VarDesc>> declared;  // (block, final description)
+  // The final description of each variable a var line declares, by the variable (blocks and
+  // `declared` keep their elements in deques: the addresses hold).
+  std::deque<VarDesc> declared;
+  std::map<VarDesc*, const VarDesc*> finals;
   // Two passes: the block lines first, so that an operator's block attribute (a loop's body)
   // may name a block that the text writes after the operator's own; then the variables and
   // operators, each block line making its block the current one again.
-  // The final description of each variable a var line declares, by the variable (blocks and
-  // `declared` keep their elements in deques: the addresses hold).
-  std::map<VarDesc*, const VarDesc*> finals;
   for (int pass = 0; pass < 2; ++pass) {
     std::size_t number = 0;
     std::size_t blocks_seen = 0;
@@ -407,8 +407,8 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
             detail::text_form::rethrow_at_line(number);
           }
           *made = v;
-          declared.emplace_back(block->idx(), std::move(v));
-          finals[made] = &declared.back().second;
+          declared.push_back(std::move(v));
+          finals[made] = &declared.back();
         } else {
           OpDesc op = detail::text_form::parse_op(line);
           try {
@@ -449,7 +449,7 @@ FLUIDK_DETAIL_RUNTIME_LINKAGE ProgramDesc parse_program(std::string_view text) {
     }
   }
   // The var lines hold the final descriptions.
-  for (auto& [idx, v] : declared) program.block(idx).var(v.name) = std::move(v);
+  for (const auto& [variable, final_description] : finals) *variable = *final_description;
   return program;
 }
 #endif
