@@ -430,6 +430,8 @@ class translator {
         rank[input.name()] = input.type().tensor_type().shape().dim_size();
     for (const TensorProto& init : graph.initializer()) rank[init.name()] = init.dims_size();
     std::map<std::string, int, std::less<>> constant_lengths;  // of the 1-D Constant nodes' values
+    // Ranks beyond it are not followed (unknown): the sum of two followed ranks fits an int.
+    constexpr int largest_tracked_rank = 1 << 20;
     // The ops whose inputs broadcast (numpy's rule from opset 7): Out has the larger rank.
     static const std::set<std::string, std::less<>> broadcasting = {
         "Add",   "Sub", "Mul", "Div", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
@@ -457,9 +459,11 @@ class translator {
       }
       int out = -1;  // the rank of output 0
       // The length of a 1-D constant input (Reshape's shape, Unsqueeze's axes), or -1.
+      // A length that the value's dims claim beyond any rank is unknown (the dims are the
+      // model's, unchecked here).
       const auto constant_length = [&](int input) {
         if (const TensorProto* value = constant_input(n, input); value != nullptr && value->dims_size() == 1)
-          return int(value->dims(0));
+          return value->dims(0) >= 0 && value->dims(0) <= largest_tracked_rank ? int(value->dims(0)) : -1;
         const auto it = constant_lengths.find(n.input(input));
         return it != constant_lengths.end() ? it->second : -1;
       };
@@ -504,7 +508,7 @@ class translator {
         // Ceil, Not, Slice, the windows: X's rank.
         out = x;
       }
-      if (proto.output_size() > 0 && out >= 0) rank[proto.output(0)] = out;
+      if (proto.output_size() > 0 && out >= 0 && out <= largest_tracked_rank) rank[proto.output(0)] = out;
     }
   }
 
@@ -965,6 +969,16 @@ class translator {
                                                       const std::array<std::int64_t, 2>& kernel,
                                                       const std::array<std::int64_t, 2>& strides,
                                                       const std::array<std::int64_t, 2>& dilations) {
+    // The bounds under which the window arithmetic of paddings(), conv and pool fits 64 bits:
+    // kernels, strides, dilations and pads 32-bit (the attributes are checked before shape
+    // inference; a kernel read from W's dims is checked here), spatial sizes below 2^62.
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (kernel[i] > std::numeric_limits<std::int32_t>::max())
+        n.refuse("the window " + dims_text({kernel[0], kernel[1]}) + " is beyond 2^31 - 1 along axis " +
+                 std::to_string(2 + i));
+      if (x[2 + i] >= std::int64_t(1) << 62)
+        n.refuse("the input " + dims_text(x) + " is beyond 2^62 along axis " + std::to_string(2 + i));
+    }
     const std::string auto_pad = n.string_or("auto_pad", "NOTSET");
     std::array<std::array<std::int64_t, 2>, 2> out{};
     if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
@@ -1068,10 +1082,11 @@ void translator::conv(const node_view& n) {
   if (ws[0] >= 0 && ws[0] % group != 0)
     n.refuse("W " + dims_text(ws) + " has " + std::to_string(ws[0]) + " output channels, which group (" +
              std::to_string(group) + ") does not divide");
-  if (xs[1] >= 0 && ws[1] >= 0 && xs[1] != ws[1] * group)
+  // (Compared as C / group: W's dims are the model's, and their product with group may pass 64 bits.)
+  if (xs[1] >= 0 && ws[1] >= 0 && (xs[1] % group != 0 || xs[1] / group != ws[1]))
     n.refuse("X " + dims_text(xs) + " has " + std::to_string(xs[1]) + " channels; W " + dims_text(ws) +
-             " with group " + std::to_string(group) + " takes " + std::to_string(ws[1] * group) +
-             " (W's dim 1 is C / group)");
+             " with group " + std::to_string(group) + " takes " + std::to_string(ws[1]) +
+             " per group (W's dim 1 is C / group)");
   const auto pads = paddings(n, xs, kernel, strides, dilations);
 
   std::vector<std::int64_t> computed{xs[0], ws[0], -1, -1};

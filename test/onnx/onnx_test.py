@@ -552,7 +552,7 @@ def refusals(args):
              save_model("conv_channels", tiny_model(
                  [helper.make_node("Conv", ["x", "w3"], ["y"], name="conv")], [x4], [y(1, 3, 3, 3)],
                  [numpy_helper.from_array(np.ones((3, 3, 3, 3), np.float32), name="w3")])),
-             [x_file], [r"'conv'", r"Conv", r"has 2 channels; W \[3, 3, 3, 3\] with group 1 takes 3"]),
+             [x_file], [r"'conv'", r"Conv", r"has 2 channels; W \[3, 3, 3, 3\] with group 1 takes 3 per group"]),
             ("a pooling window whose dilated taps step over the input",
              save_model("maxpool_stepping_over", tiny_model(
                  [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 1], dilations=[3, 1],
