@@ -16,6 +16,7 @@
 #include <fluidk/scope.hpp>
 #include <fluidk/transforms/cpu.hpp>
 #include <limits>
+#include <ops/detail/window.hpp>
 #include <ops/ops.hpp>
 #include <optional>
 #include <random>
@@ -4321,6 +4322,45 @@ TEST_CASE("pool2d, every kernel on ONNX's node tests of 2-D float pooling",
 }
 
 // --- refusals -----------------------------------------------------------------------------------
+
+// The rule of which windows read no input cell (ops/detail/window.hpp: pool2d's check, the oneDNN
+// convolution's guard, the ONNX importer's refusal), against trying every tap of every window.
+// Its static_asserts check the lengths, near 2^31, at which such a trial would not finish.
+TEST_CASE("first_window_without_input agrees with trying every tap of every window", "[ops][pool2d]") {
+  const auto by_taps = [](std::int64_t windows, std::int64_t size, std::int64_t taps, std::int64_t stride,
+                          std::int64_t padding, std::int64_t dilation) -> std::int64_t {
+    for (std::int64_t o = 0; o < windows; ++o) {
+      bool reads = false;
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int64_t at = o * stride - padding + t * dilation;
+        reads = reads || (at >= 0 && at < size);
+      }
+      if (!reads) return o;
+    }
+    return -1;
+  };
+  std::int64_t cases = 0, differ = 0, missing = 0;
+  for (std::int64_t windows = 0; windows <= 9; ++windows)
+    for (std::int64_t size = 0; size <= 6; ++size)
+      for (std::int64_t taps = 1; taps <= 4; ++taps)
+        for (std::int64_t stride = 1; stride <= 5; ++stride)
+          for (std::int64_t padding = 0; padding <= 9; ++padding)
+            for (std::int64_t dilation = 1; dilation <= 9; ++dilation) {
+              const std::int64_t expected = by_taps(windows, size, taps, stride, padding, dilation);
+              ++cases;
+              missing += expected >= 0;
+              if (ops::detail::first_window_without_input(windows, size, taps, stride, padding, dilation) !=
+                  expected) {
+                if (differ++ < 5)
+                  UNSCOPED_INFO("windows " << windows << ", size " << size << ", taps " << taps << ", stride "
+                                           << stride << ", padding " << padding << ", dilation " << dilation
+                                           << ": expected " << expected);
+              }
+            }
+  CHECK(differ == 0);
+  CHECK(cases == 126000);
+  CHECK(missing > cases / 10);  // the cases do reach windows that miss the input
+}
 
 TEST_CASE("pool2d refuses what it does not compute, naming the operator", "[ops][pool2d][errors]") {
   const Tensor x = random_tensor<float>({1, 3, 5, 5});

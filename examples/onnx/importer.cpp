@@ -222,6 +222,7 @@ class translator {
     check_model();
     check_nodes();
     run_checker();
+    set_conv_kernel_shapes(*model_.mutable_graph(), {}, {});
     check_window_ranks();
     infer_shapes();
     rename_subgraph_values();
@@ -312,6 +313,7 @@ class translator {
       if (!constants_.emplace(init.name(), &init).second)
         throw refused("the model has two initializers named " + quoted(init.name()));
     }
+    check_declared_values(graph, "the model");
     for (const auto* values : {&graph.input(), &graph.output()})
       for (const auto& value : *values) {
         if (value.name().empty()) throw refused("the model has a graph input or output without a name");
@@ -319,6 +321,44 @@ class translator {
           throw refused("graph input or output " + quoted(value.name()) +
                         " is not a tensor (a sequence, map or optional); the importer maps tensors only");
       }
+  }
+
+  // The extents that a graph declares (its inputs', outputs' and value_info's shapes, its
+  // initializers' dims) and the input shapes given: each below 2^31, as fluidk's operators take
+  // them in 32-bit shape attributes. ONNX's shape inference of a window with auto_pad SAME and a
+  // stride above 1 (libonnx 1.12) takes time in proportion to the input's extent over the
+  // stride: a declared extent near 2^63 did not end. (An extent that the inference computes, a
+  // Concat's sum or a Reshape's -1, is not bounded before it runs.)
+  static constexpr std::int64_t extent_limit = std::numeric_limits<std::int32_t>::max();
+  static void check_extent(std::int64_t extent, const std::string& what) {
+    if (extent > extent_limit)
+      throw refused(what + " has the extent " + std::to_string(extent) +
+                    "; the importer maps extents up to 2^31 - 1");
+  }
+  // A value declared twice (a graph input that is an output too, or in value_info, or an
+  // initializer) must be of one rank: ONNX's shape inference may read either declaration, and
+  // check_window_ranks follows the input's.
+  static void check_declared_values(const onnx::GraphProto& graph, const std::string& where) {
+    std::map<std::string, int, std::less<>> ranks;
+    const auto declare = [&](const std::string& name, int rank) {
+      const auto [at, added] = ranks.emplace(name, rank);
+      if (!added && at->second != rank)
+        throw refused(where + ": value " + quoted(name) + " is declared of rank " +
+                      std::to_string(at->second) + " and of rank " + std::to_string(rank));
+    };
+    for (const auto* values : {&graph.input(), &graph.output(), &graph.value_info()})
+      for (const auto& value : *values) {
+        if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape()) continue;
+        const auto& shape = value.type().tensor_type().shape();
+        for (const auto& dim : shape.dim())
+          if (dim.has_dim_value()) check_extent(dim.dim_value(), where + ": value " + quoted(value.name()));
+        declare(value.name(), shape.dim_size());
+      }
+    for (const TensorProto& init : graph.initializer()) {
+      for (const std::int64_t extent : init.dims())
+        check_extent(extent, where + ": initializer " + quoted(init.name()));
+      declare(init.name(), init.dims_size());
+    }
   }
 
   // Every node: of the ONNX domain, of an op type the importer maps, defined at the model's
@@ -387,6 +427,7 @@ class translator {
                                             "importer maps tensors only");
     if (graph.sparse_initializer_size() > 0)
       n.refuse_attribute(attribute, "has a sparse initializer; sparse initializers are not supported");
+    check_declared_values(graph, where);
     for (const TensorProto& init : graph.initializer()) {
       if (init.name().empty()) n.refuse_attribute(attribute, "has an initializer without a name");
       if (init.data_location() == TensorProto::EXTERNAL || init.external_data_size() > 0)
@@ -449,12 +490,17 @@ class translator {
         if (x >= 0 && x != 4)
           n.refuse("X " + quoted(proto.input(0)) + " has rank " + std::to_string(x) +
                    "; the importer maps 2-D windows, over a 4-D input [N, C, H, W]");
+        // (set_conv_kernel_shapes gave kernel_shape to each Conv whose W's dims are declared.)
         if (type == "Conv" && !n.has("kernel_shape")) {
           const int w = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
           if (w != 4)
             n.refuse("W " + quoted(n.input(1)) + " has " +
                      (w < 0 ? std::string("no known rank") : "rank " + std::to_string(w)) +
                      " and kernel_shape is absent; the importer maps a 4-D W [M, C / group, kH, kW]");
+          if (x < 0)
+            n.refuse("X " + quoted(proto.input(0)) + " has no rank known before shape inference, and " +
+                     "kernel_shape is absent and W " + quoted(n.input(1)) + " has no declared extents; the " +
+                     "importer then needs kernel_shape");
         }
       }
       int out = -1;  // the rank of output 0
@@ -520,6 +566,61 @@ class translator {
     }
   }
 
+  // A Conv without kernel_shape: ONNX's shape inference (libonnx 1.12) reads one kernel extent
+  // per spatial dim of W, and indexes X's spatial dims and the dilations with them, out of
+  // bounds (a crash in libonnx) where X's rank, as the inference knows it, is not W's. Where W's
+  // dims are known before the inference (an initializer, or a graph input whose extents are
+  // declared, of the node's graph or one around it), kernel_shape is set to W's spatial dims,
+  // and the inference checks it against X's rank. Elsewhere, in the model's graph,
+  // check_window_ranks requires X and W of rank 4 as it follows them; a subgraph's Conv is
+  // refused. `scopes`: the graphs around `graph`, innermost last (the checker has refused a name
+  // that shadows another); `where`: as check_subgraph names them.
+  void set_conv_kernel_shapes(onnx::GraphProto& graph, std::vector<const onnx::GraphProto*> scopes,
+                              const std::string& where) {
+    scopes.push_back(&graph);
+    const auto declared_dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
+      for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope) {
+        for (const TensorProto& init : (*scope)->initializer())
+          if (init.name() == name) return std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
+        for (const auto& input : (*scope)->input()) {
+          if (input.name() != name || !input.type().tensor_type().has_shape()) continue;
+          std::vector<std::int64_t> dims;
+          for (const auto& dim : input.type().tensor_type().shape().dim()) {
+            if (!dim.has_dim_value()) return std::nullopt;
+            dims.push_back(dim.dim_value());
+          }
+          return dims;
+        }
+      }
+      return std::nullopt;
+    };
+    for (int i = 0; i < graph.node_size(); ++i) {
+      onnx::NodeProto& proto = *graph.mutable_node(i);
+      const node_view n(proto, std::size_t(i), 0, where);
+      for (auto& a : *proto.mutable_attribute())
+        if (a.type() == AttributeProto::GRAPH)
+          set_conv_kernel_shapes(*a.mutable_g(), scopes, "the " + a.name() + " of " + n.label);
+      if (proto.op_type() != "Conv" || n.has("kernel_shape") || proto.input_size() < 2) continue;
+      const auto w = declared_dims(proto.input(1));
+      if (!w) {
+        if (!where.empty())
+          n.refuse("kernel_shape is absent, and W " + quoted(proto.input(1)) +
+                   " is no initializer or input with declared extents; in a subgraph the importer "
+                   "then needs kernel_shape");
+        continue;  // check_window_ranks
+      }
+      if (w->size() != 4 || (*w)[2] < 1 || (*w)[3] < 1)
+        n.refuse("W " + quoted(proto.input(1)) + " is " + dims_text(*w) +
+                 " and kernel_shape is absent; the importer maps a 4-D W [M, C / group, kH, kW] with a "
+                 "kernel of at least one cell");
+      AttributeProto& kernel = *proto.add_attribute();
+      kernel.set_name("kernel_shape");
+      kernel.set_type(AttributeProto::INTS);
+      kernel.add_ints((*w)[2]);
+      kernel.add_ints((*w)[3]);
+    }
+  }
+
   // The graph inputs' dims from the tensors given (checked against the declared ones by
   // check_inputs), then ONNX's shape inference, strict: every shape is known from here on
   // (where the model's inputs are).
@@ -532,7 +633,10 @@ class translator {
         if (k >= input_dims_->size()) throw refused("fewer input shapes than the model has inputs");
         auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
         shape->clear_dim();
-        for (const std::int64_t extent : (*input_dims_)[k]) shape->add_dim()->set_dim_value(extent);
+        for (const std::int64_t extent : (*input_dims_)[k]) {
+          check_extent(extent, "the shape given for input " + quoted(input.name()));
+          shape->add_dim()->set_dim_value(extent);
+        }
         ++k;
       }
       if (k != input_dims_->size()) throw refused("more input shapes than the model has inputs");

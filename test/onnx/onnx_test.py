@@ -590,6 +590,37 @@ def refusals(args):
                  [helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 2, 5, 5])],
                  [numpy_helper.from_array(np.ones(5, np.float32), name="b")], opset=1)),
              [x_file], [r"'cmp'", r"Less", r"\[5\]", r"broadcast is 0"]),
+            # Each of the next four crashed in, or did not return from, libonnx's shape inference
+            # (or overflowed in the importer) before the importer refused it first.
+            ("a value declared of two ranks (a graph input that is an output too)",
+             save_model("declared_twice", tiny_model(
+                 [helper.make_node("Relu", ["x"], ["y"], name="act")], [x4],
+                 [y(1, 2, 5, 5), helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])])),
+             [x_file], [r"value 'x' is declared of rank 4 and of rank 3"]),
+            ("a Conv in an If branch over a rank-3 value",
+             save_model("branch_conv_rank3", tiny_model(
+                 [helper.make_node("If", ["c"], ["y"], name="choose",
+                                   then_branch=helper.make_graph(
+                                       [helper.make_node("Conv", ["x3", "w"], ["t"], name="conv_then")], "then",
+                                       [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, ["a", "b", "c"])]),
+                                   else_branch=helper.make_graph(
+                                       [helper.make_node("Relu", ["x3"], ["e"])], "else",
+                                       [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, ["a", "b", "c"])]))],
+                 [helper.make_tensor_value_info("x3", TensorProto.FLOAT, [2, 5, 5]),
+                  helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])], [weight])),
+             [save_tensor("x3", np.ones((2, 5, 5), np.float32), "x3"), save_tensor("c", np.array(True), "c")],
+             [r"'conv_then'", r"then_branch of node 0 'choose'", r"rank 3"]),
+            ("an extent beyond 2^31 - 1",
+             save_model("extent_2_31", tiny_model(
+                 [helper.make_node("Relu", ["x"], ["y"], name="act")], [x4], [y(1, 2, 5, 2**31)])),
+             [x_file], [r"value 'y' has the extent 2147483648", r"up to 2\^31 - 1"]),
+            ("a Conv whose group times W's dim 1 passes 64 bits",
+             save_model("conv_group_2_62", tiny_model(
+                 [helper.make_node("Conv", ["x", "w0"], ["y"], name="conv", group=2**62 + 1)], [x4],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "m", "h", "w"])],
+                 [numpy_helper.from_array(np.ones((0, 2, 3, 3), np.float32), name="w0")])),
+             [x_file], [r"'conv'", r"has 2 channels; W \[0, 2, 3, 3\] with group 4611686018427387905 takes 2 per group"]),
             ("an Unsqueeze that names an axis twice",
              save_model("unsqueeze_twice", tiny_model(
                  [helper.make_node("Unsqueeze", ["x"], ["y"], name="grow", axes=[-6, 0])], [x4],
