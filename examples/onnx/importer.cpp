@@ -21,6 +21,8 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <set>
 #include <span>
 #include <sstream>
@@ -213,6 +215,78 @@ bool known(const std::vector<std::int64_t>& extents) {
 
 // ---------------------------------------------------------------------------------------
 
+// The schemas that the importer's shape inference reads: libonnx's, except that Conv's,
+// MaxPool's and AveragePool's inference (each version) first refuses what libonnx 1.12's
+// convPoolShapeInference reads out of bounds or does not return from, and only that:
+// - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (the
+//   older versions' inference does not check it), or, for a Conv without kernel_shape, a W
+//   whose rank is not X's (it reads one kernel extent per spatial dim of W, and indexes X's
+//   spatial dims and the dilations with them: a crash for a Conv in an If branch over a
+//   rank-3 value, or over a value declared of rank 4 and of rank 3);
+// - a spatial extent of X beyond 2^31 - 1 (for auto_pad SAME and a stride above 1 it counts
+//   the extent down by the stride, one step at a time: an extent near 2^63 did not end).
+// Where X's shape is unknown, libonnx's inference returns before reading any of it. A check
+// here sees the ranks that the inference knows, whatever declaration or op they came from.
+class guarded_schemas final : public onnx::ISchemaRegistry {
+ public:
+  static const guarded_schemas& instance() {
+    static const guarded_schemas schemas;
+    return schemas;
+  }
+
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
+    if (schema == nullptr || (!domain.empty() && domain != "ai.onnx") ||
+        (key != "Conv" && key != "MaxPool" && key != "AveragePool"))
+      return schema;
+    const std::lock_guard lock(mutex_);
+    const auto [at, added] = guarded_.try_emplace(schema, *schema);
+    if (added) {
+      onnx::InferenceFunction infer = schema->GetTypeAndShapeInferenceFunction();
+      const bool conv = key == "Conv";
+      at->second.TypeAndShapeInferenceFunction([infer, conv](onnx::InferenceContext& ctx) {
+        check_window(ctx, conv);
+        infer(ctx);
+      });
+    }
+    return &at->second;
+  }
+
+ private:
+  static void check_window(onnx::InferenceContext& ctx, bool conv) {
+    const auto known_shape = [&](std::size_t input) -> const onnx::TensorShapeProto* {
+      const onnx::TypeProto* type = input < ctx.getNumInputs() ? ctx.getInputType(input) : nullptr;
+      return type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()
+                 ? &type->tensor_type().shape()
+                 : nullptr;
+    };
+    const onnx::TensorShapeProto* x = known_shape(0);
+    if (x == nullptr) return;
+    if (x->dim_size() < 2)
+      fail_shape_inference("X has rank ", x->dim_size(), "; a window's X has at least 2");
+    const int spatial = x->dim_size() - 2;
+    for (int i = 0; i < spatial; ++i)
+      if (x->dim(2 + i).has_dim_value() &&
+          x->dim(2 + i).dim_value() > std::numeric_limits<std::int32_t>::max())
+        fail_shape_inference("X's extent ", x->dim(2 + i).dim_value(), " along axis ", 2 + i,
+                             " is beyond 2^31 - 1, the largest the importer maps");
+    for (const auto& [name, per_axis] :
+         {std::pair<const char*, int>{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"pads", 2}})
+      if (const AttributeProto* a = ctx.getAttribute(name);
+          a != nullptr && a->ints_size() != per_axis * spatial)
+        fail_shape_inference("attribute ", name, " has ", a->ints_size(), " values; X has ", spatial,
+                             " spatial dims");
+    if (conv && ctx.getAttribute("kernel_shape") == nullptr)
+      if (const onnx::TensorShapeProto* w = known_shape(1); w != nullptr && w->dim_size() != x->dim_size())
+        fail_shape_inference("W has rank ", w->dim_size(), " and X rank ", x->dim_size(),
+                             ", and kernel_shape is absent: the kernel's rank is W's");
+  }
+
+  mutable std::mutex mutex_;
+  mutable std::map<const onnx::OpSchema*, onnx::OpSchema> guarded_;
+};
+
 class translator {
  public:
   translator(onnx::ModelProto model, const std::vector<dims>* input_dims, const options& opts)
@@ -222,8 +296,6 @@ class translator {
     check_model();
     check_nodes();
     run_checker();
-    set_conv_kernel_shapes(*model_.mutable_graph(), {}, {});
-    check_window_ranks();
     infer_shapes();
     rename_subgraph_values();
     collect_types();
@@ -313,7 +385,6 @@ class translator {
       if (!constants_.emplace(init.name(), &init).second)
         throw refused("the model has two initializers named " + quoted(init.name()));
     }
-    check_declared_values(graph, "the model");
     for (const auto* values : {&graph.input(), &graph.output()})
       for (const auto& value : *values) {
         if (value.name().empty()) throw refused("the model has a graph input or output without a name");
@@ -321,44 +392,6 @@ class translator {
           throw refused("graph input or output " + quoted(value.name()) +
                         " is not a tensor (a sequence, map or optional); the importer maps tensors only");
       }
-  }
-
-  // The extents that a graph declares (its inputs', outputs' and value_info's shapes, its
-  // initializers' dims) and the input shapes given: each below 2^31, as fluidk's operators take
-  // them in 32-bit shape attributes. ONNX's shape inference of a window with auto_pad SAME and a
-  // stride above 1 (libonnx 1.12) takes time in proportion to the input's extent over the
-  // stride: a declared extent near 2^63 did not end. (An extent that the inference computes, a
-  // Concat's sum or a Reshape's -1, is not bounded before it runs.)
-  static constexpr std::int64_t extent_limit = std::numeric_limits<std::int32_t>::max();
-  static void check_extent(std::int64_t extent, const std::string& what) {
-    if (extent > extent_limit)
-      throw refused(what + " has the extent " + std::to_string(extent) +
-                    "; the importer maps extents up to 2^31 - 1");
-  }
-  // A value declared twice (a graph input that is an output too, or in value_info, or an
-  // initializer) must be of one rank: ONNX's shape inference may read either declaration, and
-  // check_window_ranks follows the input's.
-  static void check_declared_values(const onnx::GraphProto& graph, const std::string& where) {
-    std::map<std::string, int, std::less<>> ranks;
-    const auto declare = [&](const std::string& name, int rank) {
-      const auto [at, added] = ranks.emplace(name, rank);
-      if (!added && at->second != rank)
-        throw refused(where + ": value " + quoted(name) + " is declared of rank " +
-                      std::to_string(at->second) + " and of rank " + std::to_string(rank));
-    };
-    for (const auto* values : {&graph.input(), &graph.output(), &graph.value_info()})
-      for (const auto& value : *values) {
-        if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape()) continue;
-        const auto& shape = value.type().tensor_type().shape();
-        for (const auto& dim : shape.dim())
-          if (dim.has_dim_value()) check_extent(dim.dim_value(), where + ": value " + quoted(value.name()));
-        declare(value.name(), shape.dim_size());
-      }
-    for (const TensorProto& init : graph.initializer()) {
-      for (const std::int64_t extent : init.dims())
-        check_extent(extent, where + ": initializer " + quoted(init.name()));
-      declare(init.name(), init.dims_size());
-    }
   }
 
   // Every node: of the ONNX domain, of an op type the importer maps, defined at the model's
@@ -427,7 +460,6 @@ class translator {
                                             "importer maps tensors only");
     if (graph.sparse_initializer_size() > 0)
       n.refuse_attribute(attribute, "has a sparse initializer; sparse initializers are not supported");
-    check_declared_values(graph, where);
     for (const TensorProto& init : graph.initializer()) {
       if (init.name().empty()) n.refuse_attribute(attribute, "has an initializer without a name");
       if (init.data_location() == TensorProto::EXTERNAL || init.external_data_size() > 0)
@@ -459,165 +491,11 @@ class translator {
     }
   }
 
-  // The ranks that ONNX's shape inference of Conv, MaxPool and AveragePool trusts, checked
-  // before it runs: it reads as many kernel extents as X has spatial dimensions from W's shape
-  // (out of bounds when W has fewer, or none known). The ranks are followed through the graph
-  // as each op type sets them; -1 where unknown.
-  void check_window_ranks() {
-    const auto& graph = model_.graph();
-    std::map<std::string, int, std::less<>> rank;
-    for (const auto& input : graph.input())
-      if (input.type().tensor_type().has_shape())
-        rank[input.name()] = input.type().tensor_type().shape().dim_size();
-    for (const TensorProto& init : graph.initializer()) rank[init.name()] = init.dims_size();
-    std::map<std::string, int, std::less<>> constant_lengths;  // of the 1-D Constant nodes' values
-    // Ranks beyond it are not followed (unknown): the sum of two followed ranks fits an int.
-    constexpr int largest_tracked_rank = 1 << 20;
-    // The ops whose inputs broadcast (numpy's rule from opset 7): Out has the larger rank.
-    static const std::set<std::string, std::less<>> broadcasting = {
-        "Add",   "Sub", "Mul", "Div", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-        "Equal", "And", "Or",  "Xor"};
-    auto rank_of = [&](const std::string& name) {
-      const auto it = rank.find(name);
-      return it == rank.end() ? -1 : it->second;
-    };
-    for (int i = 0; i < graph.node_size(); ++i) {
-      const onnx::NodeProto& proto = graph.node(i);
-      const node_view n(proto, std::size_t(i), versions_[std::size_t(i)]);
-      const std::string& type = proto.op_type();
-      const int x = proto.input_size() > 0 ? rank_of(proto.input(0)) : -1;
-      if (type == "Conv" || type == "MaxPool" || type == "AveragePool") {
-        if (x >= 0 && x != 4)
-          n.refuse("X " + quoted(proto.input(0)) + " has rank " + std::to_string(x) +
-                   "; the importer maps 2-D windows, over a 4-D input [N, C, H, W]");
-        // (set_conv_kernel_shapes gave kernel_shape to each Conv whose W's dims are declared.)
-        if (type == "Conv" && !n.has("kernel_shape")) {
-          const int w = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
-          if (w != 4)
-            n.refuse("W " + quoted(n.input(1)) + " has " +
-                     (w < 0 ? std::string("no known rank") : "rank " + std::to_string(w)) +
-                     " and kernel_shape is absent; the importer maps a 4-D W [M, C / group, kH, kW]");
-          if (x < 0)
-            n.refuse("X " + quoted(proto.input(0)) + " has no rank known before shape inference, and " +
-                     "kernel_shape is absent and W " + quoted(n.input(1)) + " has no declared extents; the " +
-                     "importer then needs kernel_shape");
-        }
-      }
-      int out = -1;  // the rank of output 0
-      // The length of a 1-D constant input (Reshape's shape, Unsqueeze's axes), or -1.
-      // A length that the value's dims claim beyond any rank is unknown (the dims are the
-      // model's, unchecked here).
-      const auto constant_length = [&](int input) {
-        if (const TensorProto* value = constant_input(n, input); value != nullptr && value->dims_size() == 1)
-          return value->dims(0) >= 0 && value->dims(0) <= largest_tracked_rank ? int(value->dims(0)) : -1;
-        const auto it = constant_lengths.find(n.input(input));
-        return it != constant_lengths.end() ? it->second : -1;
-      };
-      if (type == "Flatten" || type == "Gemm") {
-        out = 2;
-      } else if (broadcasting.contains(type)) {
-        // Before opset 7, Out has A's shape (B broadcast to it by the broadcast attribute).
-        const int y = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
-        out = n.version < 7 ? x : (x < 0 || y < 0 ? -1 : std::max(x, y));
-      } else if (type == "MatMul") {
-        const int y = proto.input_size() > 1 ? rank_of(proto.input(1)) : -1;
-        if (x >= 1 && y >= 1) out = x == 1 && y == 1 ? 0 : x == 1 ? y - 1 : y == 1 ? x - 1 : std::max(x, y);
-      } else if (type == "Reshape") {
-        if (n.version < 5) {
-          if (const auto shape = n.ints("shape")) out = int(shape->size());
-        } else {
-          out = constant_length(1);
-        }
-      } else if (type == "Unsqueeze") {
-        // X's rank and one more per axis (an attribute before opset 13, then input 1).
-        int axes = -1;
-        if (n.version < 13) {
-          if (const auto listed = n.ints("axes")) axes = int(listed->size());
-        } else {
-          axes = constant_length(1);
-        }
-        if (x >= 0 && axes >= 0) out = x + axes;
-      } else if (type == "Constant") {
-        if (proto.attribute_size() == 1) {
-          const AttributeProto& a = proto.attribute(0);
-          const bool list = a.name() == "value_floats" || a.name() == "value_ints";
-          out = a.name() == "value" ? a.t().dims_size() : list ? 1 : 0;
-          if (a.name() == "value" && a.t().dims_size() == 1)
-            constant_lengths[proto.output(0)] = int(a.t().dims(0));
-          if (list)
-            constant_lengths[proto.output(0)] = a.name() == "value_ints" ? a.ints_size() : a.floats_size();
-        }
-      } else if (type == "If" || type == "Loop") {
-        out = -1;  // what the body gives (input 0 is the condition, or the trip count)
-      } else {
-        // Relu, Sigmoid, Clip, Identity, Dropout, BatchNormalization, Softmax, Concat, Cast,
-        // Ceil, Not, Slice, the windows: X's rank.
-        out = x;
-      }
-      if (proto.output_size() > 0 && out >= 0 && out <= largest_tracked_rank) rank[proto.output(0)] = out;
-    }
-  }
-
   void run_checker() {
     try {
       onnx::checker::check_model(model_);
     } catch (const std::exception& e) {
       throw refused("the model is not valid ONNX (onnx::checker): " + one_line(e.what()));
-    }
-  }
-
-  // A Conv without kernel_shape: ONNX's shape inference (libonnx 1.12) reads one kernel extent
-  // per spatial dim of W, and indexes X's spatial dims and the dilations with them, out of
-  // bounds (a crash in libonnx) where X's rank, as the inference knows it, is not W's. Where W's
-  // dims are known before the inference (an initializer, or a graph input whose extents are
-  // declared, of the node's graph or one around it), kernel_shape is set to W's spatial dims,
-  // and the inference checks it against X's rank. Elsewhere, in the model's graph,
-  // check_window_ranks requires X and W of rank 4 as it follows them; a subgraph's Conv is
-  // refused. `scopes`: the graphs around `graph`, innermost last (the checker has refused a name
-  // that shadows another); `where`: as check_subgraph names them.
-  void set_conv_kernel_shapes(onnx::GraphProto& graph, std::vector<const onnx::GraphProto*> scopes,
-                              const std::string& where) {
-    scopes.push_back(&graph);
-    const auto declared_dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
-      for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope) {
-        for (const TensorProto& init : (*scope)->initializer())
-          if (init.name() == name) return std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
-        for (const auto& input : (*scope)->input()) {
-          if (input.name() != name || !input.type().tensor_type().has_shape()) continue;
-          std::vector<std::int64_t> dims;
-          for (const auto& dim : input.type().tensor_type().shape().dim()) {
-            if (!dim.has_dim_value()) return std::nullopt;
-            dims.push_back(dim.dim_value());
-          }
-          return dims;
-        }
-      }
-      return std::nullopt;
-    };
-    for (int i = 0; i < graph.node_size(); ++i) {
-      onnx::NodeProto& proto = *graph.mutable_node(i);
-      const node_view n(proto, std::size_t(i), 0, where);
-      for (auto& a : *proto.mutable_attribute())
-        if (a.type() == AttributeProto::GRAPH)
-          set_conv_kernel_shapes(*a.mutable_g(), scopes, "the " + a.name() + " of " + n.label);
-      if (proto.op_type() != "Conv" || n.has("kernel_shape") || proto.input_size() < 2) continue;
-      const auto w = declared_dims(proto.input(1));
-      if (!w) {
-        if (!where.empty())
-          n.refuse("kernel_shape is absent, and W " + quoted(proto.input(1)) +
-                   " is no initializer or input with declared extents; in a subgraph the importer "
-                   "then needs kernel_shape");
-        continue;  // check_window_ranks
-      }
-      if (w->size() != 4 || (*w)[2] < 1 || (*w)[3] < 1)
-        n.refuse("W " + quoted(proto.input(1)) + " is " + dims_text(*w) +
-                 " and kernel_shape is absent; the importer maps a 4-D W [M, C / group, kH, kW] with a "
-                 "kernel of at least one cell");
-      AttributeProto& kernel = *proto.add_attribute();
-      kernel.set_name("kernel_shape");
-      kernel.set_type(AttributeProto::INTS);
-      kernel.add_ints((*w)[2]);
-      kernel.add_ints((*w)[3]);
     }
   }
 
@@ -633,16 +511,13 @@ class translator {
         if (k >= input_dims_->size()) throw refused("fewer input shapes than the model has inputs");
         auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
         shape->clear_dim();
-        for (const std::int64_t extent : (*input_dims_)[k]) {
-          check_extent(extent, "the shape given for input " + quoted(input.name()));
-          shape->add_dim()->set_dim_value(extent);
-        }
+        for (const std::int64_t extent : (*input_dims_)[k]) shape->add_dim()->set_dim_value(extent);
         ++k;
       }
       if (k != input_dims_->size()) throw refused("more input shapes than the model has inputs");
     }
     try {
-      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(),
+      onnx::shape_inference::InferShapes(model_, &guarded_schemas::instance(),
                                          onnx::ShapeInferenceOptions(true, 1, false));
     } catch (const std::exception& e) {
       throw refused("ONNX shape inference failed: " + one_line(e.what()));

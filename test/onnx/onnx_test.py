@@ -528,6 +528,12 @@ def refusals(args):
         corrupt = bytearray(cifar_bytes)
         corrupt[:16] = b"\xff" * 16
         rng = np.random.RandomState(0)
+        # Dims [1, 1, 1, 2^36] and a single value: the checker takes it, and only shape
+        # inference reads the dims.
+        big_constant = TensorProto()
+        big_constant.data_type = TensorProto.FLOAT
+        big_constant.dims.extend([1, 1, 1, 2**36])
+        big_constant.float_data.append(1.0)
 
         cases = [
             ("an unsupported operator",
@@ -591,12 +597,13 @@ def refusals(args):
                  [numpy_helper.from_array(np.ones(5, np.float32), name="b")], opset=1)),
              [x_file], [r"'cmp'", r"Less", r"\[5\]", r"broadcast is 0"]),
             # Each of the next four crashed in, or did not return from, libonnx's shape inference
-            # (or overflowed in the importer) before the importer refused it first.
-            ("a value declared of two ranks (a graph input that is an output too)",
+            # (or overflowed in the importer) before the importer refused it.
+            ("a Conv over a value declared of rank 4 and of rank 3 (a graph input that is an output too)",
              save_model("declared_twice", tiny_model(
-                 [helper.make_node("Relu", ["x"], ["y"], name="act")], [x4],
-                 [y(1, 2, 5, 5), helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])])),
-             [x_file], [r"value 'x' is declared of rank 4 and of rank 3"]),
+                 [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [x4],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "m", "h", "w"]),
+                  helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])], [weight])),
+             [x_file], [r"node name: conv", r"W has rank 4 and X rank 3, and kernel_shape is absent"]),
             ("a Conv in an If branch over a rank-3 value",
              save_model("branch_conv_rank3", tiny_model(
                  [helper.make_node("If", ["c"], ["y"], name="choose",
@@ -611,10 +618,13 @@ def refusals(args):
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])], [weight])),
              [save_tensor("x3", np.ones((2, 5, 5), np.float32), "x3"), save_tensor("c", np.array(True), "c")],
              [r"'conv_then'", r"then_branch of node 0 'choose'", r"rank 3"]),
-            ("an extent beyond 2^31 - 1",
-             save_model("extent_2_31", tiny_model(
-                 [helper.make_node("Relu", ["x"], ["y"], name="act")], [x4], [y(1, 2, 5, 2**31)])),
-             [x_file], [r"value 'y' has the extent 2147483648", r"up to 2\^31 - 1"]),
+            ("a MaxPool with auto_pad SAME over an extent beyond 2^31 - 1 (a Constant's)",
+             save_model("extent_2_36", tiny_model(
+                 [helper.make_node("Constant", [], ["c"], value=big_constant),
+                  helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[1, 1], strides=[1, 2],
+                                   auto_pad="SAME_UPPER")], [],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "c", "h", "w"])])),
+             [], [r"node name: pool", r"X's extent 68719476736 along axis 3 is beyond 2\^31 - 1"]),
             ("a Conv whose group times W's dim 1 passes 64 bits",
              save_model("conv_group_2_62", tiny_model(
                  [helper.make_node("Conv", ["x", "w0"], ["y"], name="conv", group=2**62 + 1)], [x4],
