@@ -891,9 +891,9 @@ def gemm_loop_expected(loop_reads_gemm, x, m):
 
 
 def ranked_conv_model(kind):
-    """A Conv whose input's rank the importer follows from another op before ONNX's shape
-    inference (check_window_ranks): "sub", a rank-1 constant minus a rank-4 input (rank 4, the
-    larger); "unsqueeze" and "unsqueeze11", a rank-3 input unsqueezed at axis 0 (by Unsqueeze
+    """A Conv whose input's rank comes from another op (the importer's guard of libonnx's Conv
+    inference reads it as the inference holds it): "sub", a rank-1 constant minus a rank-4 input
+    (rank 4, the larger); "unsqueeze" and "unsqueeze11", a rank-3 input unsqueezed at axis 0 (by Unsqueeze
     13's axes input, or 11's attribute); "if", an If whose branches give the rank-4 input or its
     Relu (the rank of its branches, not of its condition). Its numpy twin is
     ranked_conv_expected."""
