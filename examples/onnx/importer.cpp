@@ -219,10 +219,10 @@ bool known(const std::vector<std::int64_t>& extents) {
 // MaxPool's and AveragePool's inference (each version) first refuses what libonnx 1.12's
 // convPoolShapeInference reads out of bounds or does not return from, and only that:
 // - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (the
-//   older versions' inference does not check it), or, for a Conv without kernel_shape, a W
-//   whose rank is not X's (it reads one kernel extent per spatial dim of W, and indexes X's
-//   spatial dims and the dilations with them: a crash for a Conv in an If branch over a
-//   rank-3 value, or over a value declared of rank 4 and of rank 3);
+//   older versions' inference does not check it), or a Conv's W whose rank is not X's, as
+//   ONNX defines W (without kernel_shape it reads one kernel extent per spatial dim of W, and
+//   indexes X's spatial dims and the dilations with them: a crash for a Conv in an If branch
+//   over a rank-3 value, or over a value declared of rank 4 and of rank 3);
 // - a spatial extent of X beyond 2^31 - 1 (for auto_pad SAME and a stride above 1 it counts
 //   the extent down by the stride, one step at a time: an extent near 2^63 did not end).
 // Where X's shape is unknown, libonnx's inference returns before reading any of it. A check
@@ -277,10 +277,10 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
           a != nullptr && a->ints_size() != per_axis * spatial)
         fail_shape_inference("attribute ", name, " has ", a->ints_size(), " values; X has ", spatial,
                              " spatial dims");
-    if (conv && ctx.getAttribute("kernel_shape") == nullptr)
+    if (conv)
       if (const onnx::TensorShapeProto* w = known_shape(1); w != nullptr && w->dim_size() != x->dim_size())
         fail_shape_inference("W has rank ", w->dim_size(), " and X rank ", x->dim_size(),
-                             ", and kernel_shape is absent: the kernel's rank is W's");
+                             "; ONNX's Conv takes a W of X's rank [M, C / group, kernel...]");
   }
 
   mutable std::mutex mutex_;
