@@ -5,6 +5,7 @@
 #include <google/protobuf/stubs/logging.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <onnx/defs/tensor_proto_util.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
@@ -216,15 +217,17 @@ bool known(const std::vector<std::int64_t>& extents) {
 // ---------------------------------------------------------------------------------------
 
 // The schemas that the importer's shape inference reads: libonnx's, except that Conv's,
-// MaxPool's and AveragePool's inference (each version) first refuses what libonnx 1.12's
-// convPoolShapeInference reads out of bounds or does not return from, and only that:
+// MaxPool's, AveragePool's and Reshape's inference (each version) first refuses what libonnx
+// 1.12 reads out of bounds, traps on or takes too long over, and only that. For the windows
+// (convPoolShapeInference):
 // - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (the
 //   older versions' inference does not check it), or a Conv's W whose rank is not X's, as
 //   ONNX defines W (without kernel_shape it reads one kernel extent per spatial dim of W, and
 //   indexes X's spatial dims and the dilations with them: a crash for a Conv in an If branch
 //   over a rank-3 value, or over a value declared of rank 4 and of rank 3);
-// - a spatial extent of X beyond 2^31 - 1 (for auto_pad SAME and a stride above 1 it counts
-//   the extent down by the stride, one step at a time: an extent near 2^63 did not end).
+// - for auto_pad SAME and a stride above 1, an X extent over the stride beyond 2^24 (libonnx
+//   counts the extent down by the stride, one step at a time: an extent near 2^63 did not end,
+//   and 2^31 over stride 2 took 0.6 s per node).
 // Where X's shape is unknown, libonnx's inference returns before reading any of it. A check
 // here sees the ranks that the inference knows, whatever declaration or op they came from.
 class guarded_schemas final : public onnx::ISchemaRegistry {
@@ -237,16 +240,19 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
                                   const std::string& domain) const override {
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
-    if (schema == nullptr || (!domain.empty() && domain != "ai.onnx") ||
-        (key != "Conv" && key != "MaxPool" && key != "AveragePool"))
+    const bool window = key == "Conv" || key == "MaxPool" || key == "AveragePool";
+    if (schema == nullptr || (!domain.empty() && domain != "ai.onnx") || (!window && key != "Reshape"))
       return schema;
     const std::lock_guard lock(mutex_);
     const auto [at, added] = guarded_.try_emplace(schema, *schema);
     if (added) {
       onnx::InferenceFunction infer = schema->GetTypeAndShapeInferenceFunction();
       const bool conv = key == "Conv";
-      at->second.TypeAndShapeInferenceFunction([infer, conv](onnx::InferenceContext& ctx) {
-        check_window(ctx, conv);
+      at->second.TypeAndShapeInferenceFunction([infer, window, conv](onnx::InferenceContext& ctx) {
+        if (window)
+          check_window(ctx, conv);
+        else
+          check_reshape(ctx);
         infer(ctx);
       });
     }
@@ -266,11 +272,6 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
     if (x->dim_size() < 2)
       fail_shape_inference("X has rank ", x->dim_size(), "; a window's X has at least 2");
     const int spatial = x->dim_size() - 2;
-    for (int i = 0; i < spatial; ++i)
-      if (x->dim(2 + i).has_dim_value() &&
-          x->dim(2 + i).dim_value() > std::numeric_limits<std::int32_t>::max())
-        fail_shape_inference("X's extent ", x->dim(2 + i).dim_value(), " along axis ", 2 + i,
-                             " is beyond 2^31 - 1, the largest the importer maps");
     for (const auto& [name, per_axis] :
          {std::pair<const char*, int>{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"pads", 2}})
       if (const AttributeProto* a = ctx.getAttribute(name);
@@ -281,7 +282,48 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
       if (const onnx::TensorShapeProto* w = known_shape(1); w != nullptr && w->dim_size() != x->dim_size())
         fail_shape_inference("W has rank ", w->dim_size(), " and X rank ", x->dim_size(),
                              "; ONNX's Conv takes a W of X's rank [M, C / group, kernel...]");
+    const AttributeProto* auto_pad = ctx.getAttribute("auto_pad");
+    if (auto_pad == nullptr || (auto_pad->s() != "SAME_UPPER" && auto_pad->s() != "SAME_LOWER")) return;
+    const AttributeProto* strides = ctx.getAttribute("strides");
+    for (int i = 0; i < spatial; ++i) {
+      const std::int64_t stride = strides != nullptr ? strides->ints(i) : 1;
+      if (stride > 1 && x->dim(2 + i).has_dim_value() && x->dim(2 + i).dim_value() / stride > same_steps)
+        fail_shape_inference("X's extent ", x->dim(2 + i).dim_value(), " along axis ", 2 + i, " over stride ",
+                             stride, " is beyond 2^24 with auto_pad ", auto_pad->s(),
+                             " (ONNX's shape inference steps through it)");
+    }
   }
+
+  // Reshape's inference (libonnx 1.12, opset 5 on) multiplies X's extents and the shape's
+  // without a check, then takes the remainder of one product by the other: INT64_MIN % -1
+  // traps (X [2^30, 2^30, 8] against a shape whose positive entries multiply to 2^64 - 1). It
+  // runs only where neither product passes 64 bits and X's extents are not negative.
+  static void check_reshape(onnx::InferenceContext& ctx) {
+    const auto fits = [](auto values, const char* what) {
+      std::int64_t product = 1;
+      for (const std::int64_t v : values) {
+        if (v < 0) continue;  // -1 (inferred), or refused by the inference itself
+        if (__builtin_mul_overflow(product, v, &product))
+          fail_shape_inference(what, " multiply past 64 bits");
+      }
+    };
+    const onnx::TypeProto* type = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
+    if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
+      std::vector<std::int64_t> extents;
+      for (const auto& dim : type->tensor_type().shape().dim()) {
+        if (!dim.has_dim_value()) continue;
+        if (dim.dim_value() < 0) fail_shape_inference("X has the negative extent ", dim.dim_value());
+        extents.push_back(dim.dim_value());
+      }
+      fits(extents, "X's extents");
+    }
+    if (const TensorProto* shape = ctx.getNumInputs() > 1 ? ctx.getInputData(1) : nullptr;
+        shape != nullptr && shape->data_type() == TensorProto::INT64)
+      fits(onnx::ParseData<std::int64_t>(shape), "the shape's entries");
+  }
+
+  // The steps that libonnx's inference of a SAME padding takes per axis, at most.
+  static constexpr std::int64_t same_steps = std::int64_t(1) << 24;
 
   mutable std::mutex mutex_;
   mutable std::map<const onnx::OpSchema*, onnx::OpSchema> guarded_;

@@ -534,6 +534,10 @@ def refusals(args):
         big_constant.data_type = TensorProto.FLOAT
         big_constant.dims.extend([1, 1, 1, 2**36])
         big_constant.float_data.append(1.0)
+        wide_constant = TensorProto()  # dims [2^30, 2^30, 8], whose product wraps to INT64_MIN
+        wide_constant.data_type = TensorProto.FLOAT
+        wide_constant.dims.extend([2**30, 2**30, 8])
+        wide_constant.float_data.append(1.0)
 
         cases = [
             ("an unsupported operator",
@@ -596,7 +600,7 @@ def refusals(args):
                  [helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 2, 5, 5])],
                  [numpy_helper.from_array(np.ones(5, np.float32), name="b")], opset=1)),
              [x_file], [r"'cmp'", r"Less", r"\[5\]", r"broadcast is 0"]),
-            # Each of the next four crashed in, or did not return from, libonnx's shape inference
+            # Each of the next five crashed in, or did not return from, libonnx's shape inference
             # (or overflowed in the importer) before the importer refused it.
             ("a Conv over a value declared of rank 4 and of rank 3 (a graph input that is an output too)",
              save_model("declared_twice", tiny_model(
@@ -624,7 +628,15 @@ def refusals(args):
                   helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[1, 1], strides=[1, 2],
                                    auto_pad="SAME_UPPER")], [],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "c", "h", "w"])])),
-             [], [r"node name: pool", r"X's extent 68719476736 along axis 3 is beyond 2\^31 - 1"]),
+             [], [r"node name: pool", r"X's extent 68719476736 along axis 3 over stride 2 is beyond 2\^24"]),
+            ("a Reshape whose products pass 64 bits (libonnx's remainder of them trapped)",
+             save_model("reshape_products", tiny_model(
+                 [helper.make_node("Constant", [], ["xr"], value=wide_constant),
+                  helper.make_node("Reshape", ["xr", "s"], ["y"], name="fold")], [],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a"] * 8)],
+                 [numpy_helper.from_array(np.array([3, 5, 17, 257, 641, 65537, 6700417, -1], np.int64),
+                                          name="s")])),
+             [], [r"node name: fold", r"X's extents multiply past 64 bits"]),
             ("a Conv whose group times W's dim 1 passes 64 bits",
              save_model("conv_group_2_62", tiny_model(
                  [helper.make_node("Conv", ["x", "w0"], ["y"], name="conv", group=2**62 + 1)], [x4],
