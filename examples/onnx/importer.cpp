@@ -5,7 +5,6 @@
 #include <google/protobuf/stubs/logging.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/defs/tensor_proto_util.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
@@ -217,8 +216,9 @@ bool known(const std::vector<std::int64_t>& extents) {
 // ---------------------------------------------------------------------------------------
 
 // The schemas that the importer's shape inference reads: libonnx's, except that Conv's,
-// MaxPool's, AveragePool's and Reshape's inference (each version) first refuses what libonnx
-// 1.12 reads out of bounds, traps on or takes too long over, and only that. For the windows
+// MaxPool's, AveragePool's, Reshape's, Unsqueeze's and Slice's inference (each version) first
+// refuses what libonnx 1.12 reads or writes out of bounds, traps on or takes too long over,
+// and only that (the last three: check_parsed_inputs, and check_reshape). For the windows
 // (convPoolShapeInference):
 // - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (the
 //   older versions' inference does not check it), or a Conv's W whose rank is not X's, as
@@ -241,18 +241,21 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
                                   const std::string& domain) const override {
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
     const bool window = key == "Conv" || key == "MaxPool" || key == "AveragePool";
-    if (schema == nullptr || (!domain.empty() && domain != "ai.onnx") || (!window && key != "Reshape"))
-      return schema;
+    const bool parsing = key == "Reshape" || key == "Unsqueeze" || key == "Slice";
+    if (schema == nullptr || (!domain.empty() && domain != "ai.onnx") || (!window && !parsing)) return schema;
     const std::lock_guard lock(mutex_);
     const auto [at, added] = guarded_.try_emplace(schema, *schema);
     if (added) {
       onnx::InferenceFunction infer = schema->GetTypeAndShapeInferenceFunction();
       const bool conv = key == "Conv";
-      at->second.TypeAndShapeInferenceFunction([infer, window, conv](onnx::InferenceContext& ctx) {
-        if (window)
+      const bool reshape = key == "Reshape";
+      at->second.TypeAndShapeInferenceFunction([infer, window, conv, reshape](onnx::InferenceContext& ctx) {
+        if (window) {
           check_window(ctx, conv);
-        else
-          check_reshape(ctx);
+        } else {
+          check_parsed_inputs(ctx);
+          if (reshape) check_reshape(ctx);
+        }
         infer(ctx);
       });
     }
@@ -318,8 +321,28 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
       fits(extents, "X's extents");
     }
     if (const TensorProto* shape = ctx.getNumInputs() > 1 ? ctx.getInputData(1) : nullptr;
-        shape != nullptr && shape->data_type() == TensorProto::INT64)
-      fits(onnx::ParseData<std::int64_t>(shape), "the shape's entries");
+        shape != nullptr && shape->data_type() == TensorProto::INT64) {
+      std::vector<std::int64_t> entries(shape->int64_data().begin(), shape->int64_data().end());
+      if (shape->has_raw_data()) {  // whole values (check_parsed_inputs)
+        entries.resize(shape->raw_data().size() / sizeof(std::int64_t));
+        std::memcpy(entries.data(), shape->raw_data().data(), entries.size() * sizeof(std::int64_t));
+      }
+      fits(entries, "the shape's entries");
+    }
+  }
+
+  // libonnx's inference of Reshape, Unsqueeze and Slice reads the values of their inputs from 1
+  // on (a shape, axes, starts...) with ParseData, which copies all of a raw_data into whole
+  // values: past the end of its vector when the bytes are not a whole number of them.
+  static void check_parsed_inputs(onnx::InferenceContext& ctx) {
+    for (std::size_t i = 1; i < ctx.getNumInputs(); ++i) {
+      const TensorProto* value = ctx.getInputData(i);
+      if (value == nullptr || !value->has_raw_data()) continue;
+      const std::size_t size = value->data_type() == TensorProto::INT32 ? 4 : 8;
+      if (value->raw_data().size() % size != 0)
+        fail_shape_inference("input ", i, " holds ", value->raw_data().size(), " bytes, not whole ", size,
+                             "-byte values");
+    }
   }
 
   // The steps that libonnx's inference of a SAME padding takes per axis, at most.
