@@ -220,11 +220,11 @@ bool known(const std::vector<std::int64_t>& extents) {
 // refuses what libonnx 1.12 reads or writes out of bounds, traps on or takes too long over,
 // and only that (the last three: check_parsed_inputs, and check_reshape). For the windows
 // (convPoolShapeInference):
-// - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (the
-//   older versions' inference does not check it), or a Conv's W whose rank is not X's, as
-//   ONNX defines W (without kernel_shape it reads one kernel extent per spatial dim of W, and
-//   indexes X's spatial dims and the dilations with them: a crash for a Conv in an If branch
-//   over a rank-3 value, or over a value declared of rank 4 and of rank 3);
+// - a kernel_shape, strides, dilations or pads whose length is not X's spatial rank (checked
+//   here for every version, whatever each version's own inference checks), or a Conv's W whose
+//   rank is not X's, as ONNX defines W (without kernel_shape it reads one kernel extent per
+//   spatial dim of W, and indexes X's spatial dims and the dilations with them: a crash for a
+//   Conv in an If branch over a rank-3 value, or over a value declared of rank 4 and of rank 3);
 // - for auto_pad SAME and a stride above 1, an X extent over the stride beyond 2^24 (libonnx
 //   counts the extent down by the stride, one step at a time: an extent near 2^63 did not end,
 //   and 2^31 over stride 2 took 0.6 s per node).
