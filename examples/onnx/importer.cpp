@@ -263,14 +263,16 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
   }
 
  private:
+  // The shape of input `input` as the inference holds it, or null where it holds none.
+  static const onnx::TensorShapeProto* known_shape(onnx::InferenceContext& ctx, std::size_t input) {
+    const onnx::TypeProto* type = input < ctx.getNumInputs() ? ctx.getInputType(input) : nullptr;
+    return type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()
+               ? &type->tensor_type().shape()
+               : nullptr;
+  }
+
   static void check_window(onnx::InferenceContext& ctx, bool conv) {
-    const auto known_shape = [&](std::size_t input) -> const onnx::TensorShapeProto* {
-      const onnx::TypeProto* type = input < ctx.getNumInputs() ? ctx.getInputType(input) : nullptr;
-      return type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()
-                 ? &type->tensor_type().shape()
-                 : nullptr;
-    };
-    const onnx::TensorShapeProto* x = known_shape(0);
+    const onnx::TensorShapeProto* x = known_shape(ctx, 0);
     if (x == nullptr) return;
     if (x->dim_size() < 2)
       fail_shape_inference("X has rank ", x->dim_size(), "; a window's X has at least 2");
@@ -282,7 +284,8 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
         fail_shape_inference("attribute ", name, " has ", a->ints_size(), " values; X has ", spatial,
                              " spatial dims");
     if (conv)
-      if (const onnx::TensorShapeProto* w = known_shape(1); w != nullptr && w->dim_size() != x->dim_size())
+      if (const onnx::TensorShapeProto* w = known_shape(ctx, 1);
+          w != nullptr && w->dim_size() != x->dim_size())
         fail_shape_inference("W has rank ", w->dim_size(), " and X rank ", x->dim_size(),
                              "; ONNX's Conv takes a W of X's rank [M, C / group, kernel...]");
     const AttributeProto* auto_pad = ctx.getAttribute("auto_pad");
@@ -302,7 +305,7 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
   // traps (X [2^30, 2^30, 8] against a shape whose positive entries multiply to 2^64 - 1). It
   // runs only where neither product passes 64 bits and X's extents are not negative.
   static void check_reshape(onnx::InferenceContext& ctx) {
-    const auto fits = [](auto values, const char* what) {
+    const auto fits = [](const auto& values, const char* what) {
       std::int64_t product = 1;
       for (const std::int64_t v : values) {
         if (v < 0) continue;  // -1 (inferred), or refused by the inference itself
@@ -310,10 +313,9 @@ class guarded_schemas final : public onnx::ISchemaRegistry {
           fail_shape_inference(what, " multiply past 64 bits");
       }
     };
-    const onnx::TypeProto* type = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
-    if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
+    if (const onnx::TensorShapeProto* x = known_shape(ctx, 0)) {
       std::vector<std::int64_t> extents;
-      for (const auto& dim : type->tensor_type().shape().dim()) {
+      for (const auto& dim : x->dim()) {
         if (!dim.has_dim_value()) continue;
         if (dim.dim_value() < 0) fail_shape_inference("X has the negative extent ", dim.dim_value());
         extents.push_back(dim.dim_value());
